@@ -1,0 +1,334 @@
+"""The resident engine: one model, one worker thread, a queue of requests, async methods for the server.
+
+The native engine is driven by exactly one thread (the worker); asyncio code submits jobs and awaits
+them. Streamed pieces hop from the worker to the caller's event loop. Slot state is restored lazily at
+start, saved after requests now and then, and saved again on close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import native
+from .native import NativeError
+
+log = logging.getLogger("llama_lsp.engine")
+
+
+@dataclass
+class EngineConfig:
+    model_path: Path
+    n_ctx: int = 8192
+    n_threads: int = 0  # 0: the library picks a default that holds up on a busy machine
+    n_threads_batch: int = 0
+    n_slots: int = 4
+    prefill_chunk: int = 64
+    exact_reuse: bool = True
+    state_dir: Path | None = None  # where slot state persists; None disables persistence
+    save_interval_s: float = 120.0
+
+    def native_options(self) -> dict[str, Any]:
+        return {
+            "n_ctx": self.n_ctx,
+            "n_threads": self.n_threads,
+            "n_threads_batch": self.n_threads_batch,
+            "n_slots": self.n_slots,
+            "prefill_chunk": self.prefill_chunk,
+            "exact_reuse": self.exact_reuse,
+            "cache_key": model_cache_key(self.model_path),
+        }
+
+
+def model_cache_key(model_path: Path) -> str:
+    """Names a model file cheaply: its resolved path, size and modification time."""
+    stat = model_path.stat()
+    text = f"{model_path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass
+class Stats:
+    n_prompt: int = 0
+    n_common: int = 0  # tokens of the prompt the cache held
+    n_reused: int = 0  # tokens kept without evaluation (n_common cut to a chunk boundary)
+    n_evaluated: int = 0
+    n_generated: int = 0
+    t_match_ms: float = 0.0
+    t_prefill_ms: float = 0.0
+    t_first_token_ms: float = 0.0
+    t_decode_ms: float = 0.0
+    slot: int = -1
+
+    @classmethod
+    def from_native(cls, data: dict[str, Any]) -> Stats:
+        known = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @property
+    def reuse_ratio(self) -> float:
+        return self.n_reused / self.n_prompt if self.n_prompt else 0.0
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any] | str
+
+
+@dataclass
+class ChatRequest:
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str = "auto"  # auto | required | none
+    parallel_tool_calls: bool = False
+    max_tokens: int = 512
+    temperature: float = 0.0  # 0 is greedy
+    top_k: int = 40
+    top_p: float = 0.95
+    seed: int = 0
+    stop: list[str] = field(default_factory=list)
+    slot: str | None = None  # the conversation this request continues
+    prompt: str | None = None  # a raw prompt instead of messages (benchmarks, models without a template)
+
+    def to_native(self) -> dict[str, Any]:
+        data = {k: v for k, v in asdict(self).items() if v is not None}
+        if self.prompt is not None:
+            data.pop("messages", None)
+        if not self.tools:
+            data.pop("tools", None)
+        return data
+
+
+@dataclass
+class ChatResult:
+    content: str
+    tool_calls: list[ToolCall]
+    finish_reason: str  # stop | length | tool_calls | cancelled | error
+    tokens: list[int]
+    stats: Stats
+    error_message: str | None = None
+
+    @classmethod
+    def from_native(cls, data: dict[str, Any]) -> ChatResult:
+        return cls(
+            content=data.get("content", ""),
+            tool_calls=[ToolCall(**call) for call in data.get("tool_calls", [])],
+            finish_reason=data.get("finish_reason", "stop"),
+            tokens=list(data.get("tokens", [])),
+            stats=Stats.from_native(data.get("stats", {})),
+            error_message=data.get("error_message"),
+        )
+
+    @classmethod
+    def cancelled_before_start(cls) -> ChatResult:
+        return cls(content="", tool_calls=[], finish_reason="cancelled", tokens=[], stats=Stats())
+
+
+class EngineClosed(NativeError):
+    kind = "closed"
+
+
+class Job:
+    """One queued piece of work; `cancel()` is safe from any thread."""
+
+    def __init__(self, engine: Engine, run: Callable[[native.NativeEngine, Job], Any]):
+        self._engine = engine
+        self.run = run
+        self.future: Future[Any] = Future()
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self._engine._cancel(self)
+
+    async def wait(self) -> Any:
+        return await asyncio.wrap_future(self.future)
+
+
+class Engine:
+    """Owns the native engine and the single thread that drives it."""
+
+    def __init__(self, config: EngineConfig):
+        self.config = config
+        self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._current: Job | None = None
+        self._native: native.NativeEngine | None = None
+        self._loaded: Future[dict[str, Any]] = Future()
+        self._last_save = time.monotonic()
+        self._closed = False
+        self._thread = threading.Thread(target=self._work, name="llama-lsp-engine", daemon=True)
+        self._thread.start()
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+
+    async def ready(self) -> dict[str, Any]:
+        """Waits for the model to load; returns the engine's info, or raises the load error."""
+        return await asyncio.wrap_future(self._loaded)
+
+    def wait_ready(self, timeout: float | None = None) -> dict[str, Any]:
+        return self._loaded.result(timeout)
+
+    @property
+    def queue_length(self) -> int:
+        return self._queue.qsize() + (1 if self._current else 0)
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Cancels what runs, saves slot state and frees the model. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._lock:
+            running = self._current
+        if running is not None:
+            running.cancel()
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+    # ---- requests --------------------------------------------------------------------------------
+
+    def submit(
+        self,
+        request: ChatRequest,
+        on_piece: Callable[[str], None] | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> Job:
+        """Queues a chat request. Pieces go to on_piece, on `loop` when given (else on the worker)."""
+        payload = request.to_native()
+
+        def run(engine: native.NativeEngine, job: Job) -> ChatResult:
+            def piece(text: str) -> bool:
+                if on_piece is not None:
+                    if loop is not None:
+                        loop.call_soon_threadsafe(on_piece, text)
+                    else:
+                        on_piece(text)
+                return not job.cancelled
+
+            return ChatResult.from_native(engine.generate(payload, piece))
+
+        return self._enqueue(run)
+
+    async def generate(
+        self, request: ChatRequest, on_piece: Callable[[str], None] | None = None
+    ) -> ChatResult:
+        job = self.submit(request, on_piece, asyncio.get_running_loop())
+        try:
+            result: ChatResult = await job.wait()
+            return result
+        except asyncio.CancelledError:
+            job.cancel()
+            raise
+
+    async def tokenize(self, request: dict[str, Any]) -> list[int]:
+        result = await self._enqueue(lambda engine, _job: engine.tokenize(request)).wait()
+        return list(result["tokens"])
+
+    async def info(self) -> dict[str, Any]:
+        result: dict[str, Any] = await self._enqueue(lambda engine, _job: engine.info()).wait()
+        return result
+
+    async def clear(self) -> None:
+        await self._enqueue(lambda engine, _job: engine.clear()).wait()
+
+    async def save(self) -> dict[str, Any]:
+        result: dict[str, Any] = await self._enqueue(lambda engine, _job: self._save(engine)).wait()
+        return result
+
+    # ---- worker ----------------------------------------------------------------------------------
+
+    def _enqueue(self, run: Callable[[native.NativeEngine, Job], Any]) -> Job:
+        if self._closed:
+            raise EngineClosed("the engine is shut down")
+        job = Job(self, run)
+        self._queue.put(job)
+        return job
+
+    def _cancel(self, job: Job) -> None:
+        with self._lock:
+            job.cancelled = True
+            if self._current is job and self._native is not None:
+                self._native.cancel()
+
+    def _open(self) -> native.NativeEngine:
+        started = time.monotonic()
+        engine = native.NativeEngine(self.config.model_path, self.config.native_options())
+        info = engine.info()
+        if self.config.state_dir is not None:
+            try:
+                info["restore"] = engine.restore_slots(self.config.state_dir)
+            except NativeError as exc:
+                log.warning("could not restore slot state: %s", exc)
+        info["t_load_ms"] = (time.monotonic() - started) * 1000
+        log.info("model loaded in %.1f s: %s", info["t_load_ms"] / 1000, info.get("model_desc"))
+        self._native = engine
+        self._loaded.set_result(info)
+        return engine
+
+    def _save(self, engine: native.NativeEngine) -> dict[str, Any]:
+        self._last_save = time.monotonic()
+        if self.config.state_dir is None:
+            return {"saved": 0}
+        return engine.save_slots(self.config.state_dir)
+
+    def _work(self) -> None:
+        try:
+            engine = self._open()
+        except BaseException as exc:
+            self._loaded.set_exception(exc)
+            self._fail_queued(exc)
+            return
+        try:
+            while (job := self._queue.get()) is not None:
+                self._run(engine, job)
+                if (
+                    self.config.state_dir is not None
+                    and self._queue.empty()
+                    and time.monotonic() - self._last_save > self.config.save_interval_s
+                ):
+                    self._save_quietly(engine)
+        finally:
+            self._save_quietly(engine)
+            with self._lock:
+                self._native = None
+            engine.close()
+            self._fail_queued(EngineClosed("the engine is shut down"))
+
+    def _run(self, engine: native.NativeEngine, job: Job) -> None:
+        with self._lock:
+            if job.cancelled:
+                job.future.set_result(ChatResult.cancelled_before_start())
+                return
+            self._current = job
+        try:
+            job.future.set_result(job.run(engine, job))
+        except BaseException as exc:
+            job.future.set_exception(exc)
+        finally:
+            with self._lock:
+                self._current = None
+
+    def _save_quietly(self, engine: native.NativeEngine) -> None:
+        try:
+            self._save(engine)
+        except NativeError as exc:
+            log.warning("could not save slot state: %s", exc)
+
+    def _fail_queued(self, exc: BaseException) -> None:
+        while True:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if job is not None and not job.future.done():
+                job.future.set_exception(exc)

@@ -1,0 +1,49 @@
+"""Prompt layout, stable-first: the system prompt and tools, then the document, then the conversation.
+
+Whatever comes earlier changes less often, so a follow-up request shares the longest possible token
+prefix with what the KV cache already holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SYSTEM_PROMPT = (
+    "You are a coding assistant inside the user's editor. Answer precisely and briefly, in Markdown. "
+    "When you change code, change only what the request needs and keep the file's style."
+)
+
+EDIT_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "edit",
+        "description": "Propose a change to a file: replace old_text, which must appear exactly once "
+        "in the file, with new_text.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "the file's path, relative to the workspace",
+                },
+                "old_text": {"type": "string", "description": "the exact text to replace"},
+                "new_text": {"type": "string", "description": "the replacement text"},
+            },
+            "required": ["path", "old_text", "new_text"],
+        },
+    },
+}
+
+
+def system_message() -> dict[str, Any]:
+    return {"role": "system", "content": SYSTEM_PROMPT}
+
+
+def document_message(path: str, text: str, selection: tuple[int, int] | None = None) -> dict[str, Any]:
+    """The document as a user message; `selection` is a 1-based inclusive line range."""
+    parts = [f"The file `{path}`:\n```\n{text.rstrip()}\n```"]
+    if selection is not None:
+        first, last = selection
+        lines = text.splitlines()[first - 1 : last]
+        parts.append(f"The selection is lines {first}-{last}:\n```\n" + "\n".join(lines) + "\n```")
+    return {"role": "user", "content": "\n\n".join(parts)}

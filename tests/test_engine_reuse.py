@@ -1,0 +1,295 @@
+"""KV prefix reuse on the real test model: a warm cache must never change a greedy answer.
+
+Each test drives the warm engine through a sequence of requests that leaves its cache in some state,
+then compares the next answer token by token with the same request on a cleared (cold) engine.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lsp_server import native, prompts
+
+from .conftest import open_engine
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCUMENT = (ROOT / "examples" / "inventory.py").read_text()
+OTHER_DOCUMENT = (ROOT / "lsp_server" / "edits.py").read_text()
+MAX_TOKENS = 24
+
+
+def conversation(
+    *turns: str, document: str = DOCUMENT, answers: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """System prompt, document, then user turns (with the given assistant answers between them)."""
+    messages = [prompts.system_message(), prompts.document_message("inventory.py", document)]
+    answers = answers or []
+    for i, turn in enumerate(turns):
+        messages.append({"role": "user", "content": turn})
+        if i < len(answers):
+            messages.append({"role": "assistant", "content": answers[i]})
+    return messages
+
+
+def ask(
+    engine: native.NativeEngine, messages: list[dict[str, Any]], slot: str = "", **extra: Any
+) -> dict[str, Any]:
+    request = {"messages": messages, "max_tokens": MAX_TOKENS, **extra}
+    if slot:
+        request["slot"] = slot
+    return engine.generate(request)
+
+
+def cold_answer(cold: native.NativeEngine, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    cold.clear()
+    result = ask(cold, messages)
+    assert result["stats"]["n_reused"] == 0
+    return result
+
+
+def assert_same_as_cold(
+    warm_result: dict[str, Any], cold: native.NativeEngine, messages: list[dict[str, Any]]
+) -> None:
+    reference = cold_answer(cold, messages)
+    assert warm_result["tokens"] == reference["tokens"], (
+        warm_result["content"],
+        reference["content"],
+    )
+    assert len(warm_result["tokens"]) > 0
+
+
+def prompt_tokens(engine: native.NativeEngine, messages: list[dict[str, Any]]) -> list[int]:
+    return list(engine.tokenize({"messages": messages})["tokens"])
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def test_appended_turn_reuses_the_prefix_and_matches_cold(warm_engine, cold_engine):
+    first = conversation("What does apply_discount do?")
+    answer = ask(warm_engine, first, slot="append")
+    follow_up = conversation("What does apply_discount do?", "And restock?", answers=[answer["content"]])
+    result = ask(warm_engine, follow_up, slot="append")
+    stats = result["stats"]
+    assert stats["n_common"] >= 0.8 * stats["n_prompt"]
+    assert stats["n_reused"] == stats["n_common"] - stats["n_common"] % 64
+    assert stats["n_evaluated"] == stats["n_prompt"] - stats["n_reused"]
+    assert_same_as_cold(result, cold_engine, follow_up)
+
+
+def test_history_edited_in_the_middle_matches_cold(warm_engine, cold_engine):
+    ask(
+        warm_engine,
+        conversation("What does total_value do?", "And restock?", answers=["It sums prices."]),
+        slot="mid",
+    )
+    edited = conversation("What does total_value return?", "And restock?", answers=["It sums prices."])
+    result = ask(warm_engine, edited, slot="mid")
+    assert 0 < result["stats"]["n_reused"] < result["stats"]["n_prompt"] * 0.9
+    assert_same_as_cold(result, cold_engine, edited)
+
+
+def test_unrelated_prompt_after_a_conversation_matches_cold(warm_engine, cold_engine):
+    ask(warm_engine, conversation("Summarise this file."), slot="switch")
+    unrelated = [{"role": "user", "content": "Write a haiku about compilers."}]
+    result = ask(warm_engine, unrelated, slot="switch")
+    assert_same_as_cold(result, cold_engine, unrelated)
+
+
+def test_repeated_prompt_evaluates_at_least_one_token_and_matches_cold(warm_engine, cold_engine):
+    messages = conversation("Name one risk in apply_discount.")
+    first = ask(warm_engine, messages, slot="repeat")
+    again = ask(warm_engine, messages, slot="repeat")
+    assert again["stats"]["n_common"] == again["stats"]["n_prompt"]
+    assert 1 <= again["stats"]["n_evaluated"] <= 64
+    assert again["tokens"] == first["tokens"]
+    assert_same_as_cold(again, cold_engine, messages)
+
+
+def test_prompt_shorter_than_the_cache_matches_cold(warm_engine, cold_engine):
+    ask(
+        warm_engine,
+        conversation("What is Item?", "What is restock?", answers=["A dataclass."]),
+        slot="short",
+    )
+    shorter = conversation("What is Item?")
+    result = ask(warm_engine, shorter, slot="short")
+    assert result["stats"]["n_reused"] > 0
+    assert_same_as_cold(result, cold_engine, shorter)
+
+
+def test_n_common_is_the_token_level_common_prefix(warm_engine):
+    before = conversation("Explain total_value.")
+    after = conversation("Explain total_value.", "Now explain restock.", answers=["It multiplies."])
+    ask(warm_engine, before, slot="lcp")
+    result = ask(warm_engine, after, slot="lcp")
+    expected = common_prefix(prompt_tokens(warm_engine, before), prompt_tokens(warm_engine, after))
+    stats = result["stats"]
+    assert stats["n_common"] == expected
+    assert stats["n_reused"] == expected - expected % 64  # exact reuse stops at a chunk boundary
+
+
+def test_without_exact_reuse_n_reused_is_the_common_prefix(test_model_path):
+    engine = open_engine(test_model_path, exact_reuse=False, n_slots=1)
+    try:
+        before = conversation("Explain total_value.")
+        after = conversation("Explain total_value.", "Now explain restock.", answers=["It multiplies."])
+        ask(engine, before)
+        result = ask(engine, after)
+        expected = common_prefix(prompt_tokens(engine, before), prompt_tokens(engine, after))
+        assert result["stats"]["n_reused"] == expected
+    finally:
+        engine.close()
+
+
+def test_cancel_stops_within_100ms_and_the_next_answer_matches_cold(warm_engine, cold_engine):
+    messages = conversation("Rewrite the whole file with docstrings everywhere.")
+    started = threading.Event()
+    cancel_latency: list[float] = []
+
+    def on_piece(_text: str) -> bool:
+        started.set()
+        return True
+
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        outcome["result"] = warm_engine.generate(
+            {"messages": messages, "max_tokens": 400, "slot": "cancel"}, on_piece
+        )
+        outcome["returned"] = time.perf_counter()
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    assert started.wait(120)
+    time.sleep(0.3)
+    cancelled_at = time.perf_counter()
+    warm_engine.cancel()
+    worker.join(10)
+    cancel_latency.append(outcome["returned"] - cancelled_at)
+    result = outcome["result"]
+    assert result["finish_reason"] == "cancelled"
+    assert result["content"]  # the partial answer comes back
+    assert cancel_latency[0] < 0.1
+    follow_up = conversation(
+        "Rewrite the whole file with docstrings everywhere.",
+        "Just the first function.",
+        answers=[result["content"]],
+    )
+    after = ask(warm_engine, follow_up, slot="cancel")
+    assert after["stats"]["n_reused"] > 0  # the prompt's cells survived the cancel
+    assert_same_as_cold(after, cold_engine, follow_up)
+
+
+def test_cancel_during_prefill_keeps_the_cache_consistent(warm_engine, cold_engine):
+    messages = conversation("List every function.", document=OTHER_DOCUMENT * 3)
+    timer = threading.Timer(0.3, warm_engine.cancel)
+    timer.start()
+    started = time.perf_counter()
+    result = ask(warm_engine, messages, slot="prefill-cancel")
+    timer.join()
+    assert result["finish_reason"] == "cancelled"
+    assert result["stats"]["n_generated"] == 0
+    assert time.perf_counter() - started < 5
+    again = ask(warm_engine, messages, slot="prefill-cancel")
+    assert again["finish_reason"] in ("stop", "length")
+    assert_same_as_cold(again, cold_engine, messages)
+
+
+def test_forced_decode_failure_invalidates_the_slot_and_the_next_answer_matches_cold(
+    warm_engine, cold_engine
+):
+    messages = conversation("What could go wrong in restock?")
+    with pytest.raises(native.DecodeError):
+        ask(warm_engine, messages, slot="fault", debug_fail_prefill_after_chunks=0)
+    slot = next(s for s in warm_engine.info()["slots"] if s["key"] == "fault")
+    assert slot["n_tokens"] == 0  # the guard cleared what it could not vouch for
+    result = ask(warm_engine, messages, slot="fault")
+    assert_same_as_cold(result, cold_engine, messages)
+
+
+def test_fork_and_eviction_keep_answers_equal_to_cold(test_model_path, cold_engine):
+    engine = open_engine(test_model_path, n_slots=2)
+    try:
+        chat = conversation("What does total_value do?")
+        chat_result = ask(engine, chat, slot="chat-a")
+        # A new conversation about the same document forks the shared prefix instead of evaluating it.
+        action = conversation("Write a docstring for restock.")
+        forked = ask(engine, action, slot="action-a")
+        assert forked["stats"]["n_reused"] >= 0.6 * forked["stats"]["n_prompt"]
+        assert forked["stats"]["slot"] != chat_result["stats"]["slot"]
+        assert_same_as_cold(forked, cold_engine, action)
+        # A third conversation on another document evicts the least recently used slot.
+        other = conversation("What does apply_replacement do?", document=OTHER_DOCUMENT)
+        ask(engine, other, slot="chat-b")
+        keys = {s["key"] for s in engine.info()["slots"]}
+        assert "chat-b" in keys and "chat-a" not in keys
+        again = conversation("What does total_value do?", "And apply_discount?", answers=["It sums."])
+        result = ask(engine, again, slot="chat-a")
+        assert result["stats"]["n_reused"] > 0  # forked back from action-a's copy of the document
+        assert_same_as_cold(result, cold_engine, again)
+    finally:
+        engine.close()
+
+
+def test_restore_from_disk_is_warm_and_matches_cold(test_model_path, cold_engine, tmp_path):
+    messages = conversation("What does restock check?")
+    first = open_engine(test_model_path)
+    ask(first, messages, slot="persist")
+    assert first.save_slots(tmp_path)["saved"] == 1
+    first.close()
+
+    second = open_engine(test_model_path)
+    try:
+        assert second.restore_slots(tmp_path)["known"] == 1
+        follow_up = conversation(
+            "What does restock check?", "And what does it return?", answers=["The amount."]
+        )
+        result = ask(second, follow_up, slot="persist")
+        assert result["stats"]["n_reused"] >= 0.7 * result["stats"]["n_prompt"]
+        assert_same_as_cold(result, cold_engine, follow_up)
+    finally:
+        second.close()
+
+
+def test_state_saved_for_another_model_is_never_loaded(test_model_path, tmp_path):
+    first = open_engine(test_model_path, cache_key="model-one")
+    ask(first, conversation("Hi"), slot="x")
+    first.save_slots(tmp_path)
+    first.close()
+    second = open_engine(test_model_path, cache_key="model-two")
+    try:
+        restored = second.restore_slots(tmp_path)
+        assert restored["known"] == 0
+        assert "another model" in restored["discarded"]
+        assert not (tmp_path / "index.json").exists()
+    finally:
+        second.close()
+
+
+def test_corrupt_state_file_is_ignored_and_deleted(test_model_path, cold_engine, tmp_path):
+    messages = conversation("What is Item?")
+    first = open_engine(test_model_path)
+    ask(first, messages, slot="corrupt")
+    first.save_slots(tmp_path)
+    first.close()
+    state_file = next(tmp_path.glob("slot-*.bin"))
+    state_file.write_bytes(state_file.read_bytes()[:1000])
+    second = open_engine(test_model_path)
+    try:
+        assert second.restore_slots(tmp_path)["known"] == 1
+        result = ask(second, messages, slot="corrupt")
+        assert result["stats"]["n_reused"] == 0
+        assert not state_file.exists()
+        assert_same_as_cold(result, cold_engine, messages)
+    finally:
+        second.close()
