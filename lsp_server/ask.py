@@ -16,7 +16,7 @@ from typing import Any
 
 from . import models, prompts
 from .edits import EditError, apply_replacement, unified_diff
-from .engine import ChatRequest, ChatResult, Engine, EngineConfig, Stats, model_cache_key
+from .engine import ChatRequest, ChatResult, Engine, EngineConfig, Stats, ToolCall, model_cache_key
 
 
 def format_stats(stats: Stats) -> str:
@@ -54,6 +54,7 @@ async def _ask(args: argparse.Namespace) -> int:
     state_dir = models.cache_root() / "state" / model_cache_key(model_path)
     engine = Engine(EngineConfig(model_path=model_path, state_dir=state_dir))
     report: dict[str, Any] = {}
+    status = 0
     try:
         print(f"Loading {args.model}...", file=sys.stderr)
         await engine.ready()
@@ -83,26 +84,22 @@ async def _ask(args: argparse.Namespace) -> int:
                 {"role": "assistant", "content": answer.content},
                 {"role": "user", "content": f"{args.edit}. Propose the change with the edit tool."},
             ]
-            proposal = await engine.generate(
-                ChatRequest(
-                    messages=messages,
-                    tools=tools,
-                    tool_choice="required",
-                    max_tokens=args.max_tokens,
-                    slot="ask",
-                )
-            )
-            report["edit"] = _result_json(proposal)
-            status = _show_edit(path, text, proposal, args)
-            if not args.json:
-                print(format_stats(proposal.stats), file=sys.stderr)
-            if status:
-                return status
+            after, edit_report = await _propose_edit(engine, messages, tools, path, text, args)
+            report["edit"] = edit_report
+            if after is None:
+                status = 1
+            else:
+                if not args.json:
+                    print("\nProposed edit:")
+                    print(unified_diff(str(path), text, after), end="")
+                if args.apply:
+                    path.write_text(after, encoding="utf-8")
+                    print(f"Applied to {path}", file=sys.stderr)
     finally:
         engine.close()
     if args.json:
         print(json.dumps(report, indent=2))
-    return 0
+    return status
 
 
 def _write(piece: str) -> None:
@@ -119,28 +116,66 @@ def _result_json(result: ChatResult) -> dict[str, Any]:
     }
 
 
-def _show_edit(path: Path, text: str, proposal: ChatResult, args: argparse.Namespace) -> int:
-    if not proposal.tool_calls:
-        print(f"llama-lsp: the model proposed no edit: {proposal.content}", file=sys.stderr)
-        return 1
-    arguments = proposal.tool_calls[0].arguments
-    if not isinstance(arguments, dict):
-        print(f"llama-lsp: the model's edit was not valid JSON: {arguments}", file=sys.stderr)
-        return 1
-    try:
-        after = apply_replacement(
-            text, str(arguments.get("old_text", "")), str(arguments.get("new_text", ""))
+EDIT_ATTEMPTS = 3
+
+
+async def _propose_edit(
+    engine: Engine,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    path: Path,
+    text: str,
+    args: argparse.Namespace,
+) -> tuple[str | None, dict[str, Any]]:
+    """Asks for an edit until one applies; each failure goes back to the model as the tool's result."""
+    report: dict[str, Any] = {"attempts": []}
+    for _ in range(EDIT_ATTEMPTS):
+        proposal = await engine.generate(
+            ChatRequest(
+                messages=messages, tools=tools, tool_choice="required", max_tokens=args.max_tokens, slot="ask"
+            )
         )
-    except EditError as exc:
-        print(f"llama-lsp: the proposed edit does not apply: {exc}", file=sys.stderr)
-        return 1
-    if not args.json:
-        print("\nProposed edit:")
-        print(unified_diff(str(path), text, after), end="")
-    if args.apply:
-        path.write_text(after, encoding="utf-8")
-        print(f"Applied to {path}", file=sys.stderr)
-    return 0
+        report["attempts"].append(_result_json(proposal))
+        if not args.json:
+            print(format_stats(proposal.stats), file=sys.stderr)
+        if not proposal.tool_calls:
+            report["error"] = "the model proposed no edit"
+            break
+        call = proposal.tool_calls[0]
+        try:
+            if not isinstance(call.arguments, dict):
+                raise EditError("the arguments are not a JSON object")
+            after = apply_replacement(
+                text, str(call.arguments.get("old_text", "")), str(call.arguments.get("new_text", ""))
+            )
+        except EditError as exc:
+            report["error"] = str(exc)
+            print(f"llama-lsp: the proposed edit does not apply ({exc}); asking again", file=sys.stderr)
+            messages = [
+                *messages,
+                _tool_call_message(call),
+                {"role": "tool", "tool_call_id": call.id, "content": f"Error: {exc}. The file is unchanged."},
+            ]
+            continue
+        report.pop("error", None)
+        report["tool_call"] = vars(call)
+        return after, report
+    print(f"llama-lsp: no applicable edit: {report.get('error')}", file=sys.stderr)
+    return None, report
+
+
+def _tool_call_message(call: ToolCall) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+            }
+        ],
+    }
 
 
 def run_ask(args: argparse.Namespace) -> int:

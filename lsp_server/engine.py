@@ -51,7 +51,10 @@ class EngineConfig:
 
 def model_cache_key(model_path: Path) -> str:
     """Names a model file cheaply: its resolved path, size and modification time."""
-    stat = model_path.stat()
+    try:
+        stat = model_path.stat()
+    except OSError:
+        return ""  # opening it will fail with a clearer message
     text = f"{model_path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -306,13 +309,15 @@ class Engine:
 
     def _run(self, engine: native.NativeEngine, job: Job) -> None:
         with self._lock:
+            if not job.future.set_running_or_notify_cancel():
+                return  # the task awaiting it was cancelled while it waited in the queue
             if job.cancelled:
                 job.future.set_result(ChatResult.cancelled_before_start())
                 return
             self._current = job
         try:
             job.future.set_result(job.run(engine, job))
-        except BaseException as exc:
+        except BaseException as exc:  # the worker must outlive any one request
             job.future.set_exception(exc)
         finally:
             with self._lock:

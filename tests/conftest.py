@@ -9,6 +9,8 @@ import pytest
 
 from lsp_server import models, native
 
+from .tiny_model import write_tiny_model
+
 TEST_MODEL = models.TEST_MODEL
 
 
@@ -38,3 +40,9 @@ def cold_engine(test_model_path: Path) -> Iterator[native.NativeEngine]:
     engine = open_engine(test_model_path)
     yield engine
     engine.close()
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random-weight model written for this run: fast checks of exact invariants."""
+    return write_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny.gguf")

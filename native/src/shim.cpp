@@ -966,6 +966,7 @@ json engine_info(llama_lsp_engine & e) {
         {"n_params", llama_model_n_params(e.model)},
         {"model_size", llama_model_size(e.model)},
         {"n_ctx", llama_n_ctx(e.ctx)},
+        {"n_ctx_slot", llama_n_ctx_seq(e.ctx)},
         {"n_ctx_train", llama_model_n_ctx_train(e.model)},
         {"n_threads", e.n_threads},
         {"n_threads_batch", e.n_threads_batch},

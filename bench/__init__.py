@@ -1,0 +1,5 @@
+"""`python -m bench`: measures what the resident engine buys on the test model, side by side with baselines.
+
+workload.py owns the inputs (documents, conversations), baseline.py the llama.cpp decode-loop program,
+parts.py the four measurements, __main__.py the command line and the summary table.
+"""

@@ -1,0 +1,80 @@
+"""Command line of `python -m bench` (`make bench`): runs the four measurements, then the summary table."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from lsp_server import models
+
+from .baseline import find_decode_loop
+from .parts import (
+    Row,
+    Settings,
+    big_document,
+    decode_speed,
+    follow_up_latency,
+    open_engine,
+    restart_latency,
+    show,
+    slots_prefill,
+)
+
+
+def summary(rows: list[Row]) -> None:
+    table = [("measurement", "N", "ours", "reference", "ratio", "goal")]
+    table += [(r.label, str(r.runs), r.ours, r.reference, r.ratio, r.goal) for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(5)]
+    show("")
+    for line in table:
+        cells = [line[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(line[1:5], widths[1:], strict=True)]
+        show("  ".join([*cells, line[5]]).rstrip())
+
+
+def load() -> str:
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def run(settings: Settings, label: str) -> None:
+    binary = find_decode_loop()
+    started = time.perf_counter()
+    show(f"bench: {label}: {settings.model.name}, medians of N runs; load average {load()} (1/5/15 min)")
+    engine = open_engine(settings)
+    try:
+        text = big_document(engine, settings)
+        # Order: (b) and (c) first; (a) leaves one warm slot that (d) saves and restores.
+        b = decode_speed(engine, binary, settings)
+        c = slots_prefill(engine, settings)
+        a = follow_up_latency(engine, text, settings)
+        engine, d = restart_latency(engine, text, settings)
+    finally:
+        engine.close()
+    summary([a, b, c, d])
+    show(
+        f"\nran {time.perf_counter() - started:.0f} s; load average now {load()}. Shared machine: times are "
+        "medians and move with whatever else runs; (c) is a token count and does not."
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smoke run on a tiny random model (no meaning)")
+    parser.add_argument("--runs", type=int, help="runs behind each median (default 5; 2 with --quick)")
+    parser.add_argument("--model", default=models.TEST_MODEL, help="model name or GGUF path")
+    args = parser.parse_args(argv)
+    if not args.quick:
+        run(Settings(models.resolve(args.model), runs=args.runs or 5), "full run")
+        return
+    from tests.tiny_model import write_tiny_model  # the test helper; needs the [test] extra (gguf)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model = write_tiny_model(Path(tmp) / "tiny.gguf")
+        quick = Settings(model, runs=args.runs or 2, decode_tokens=32, answer_tokens=8, n_ctx=2048)
+        run(quick, "quick smoke run (tiny random model)")
+
+
+if __name__ == "__main__":
+    main()

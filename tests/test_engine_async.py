@@ -1,0 +1,113 @@
+"""The Python engine layer: one worker thread, a queue, async results, streaming, cancel, persistence."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from lsp_server import native
+from lsp_server.engine import ChatRequest, Engine, EngineClosed, EngineConfig
+
+
+def config(model: Path, **overrides: object) -> EngineConfig:
+    values: dict[str, object] = {"model_path": model, "n_ctx": 1024, "n_slots": 2, **overrides}
+    return EngineConfig(**values)  # type: ignore[arg-type]
+
+
+async def test_pieces_arrive_on_the_event_loop_in_order(tiny_model):
+    engine = Engine(config(tiny_model))
+    try:
+        await engine.ready()
+        loop_thread_pieces: list[str] = []
+        result = await engine.generate(
+            ChatRequest(prompt="def main():", max_tokens=16), loop_thread_pieces.append
+        )
+        await asyncio.sleep(0)  # pieces are scheduled with call_soon_threadsafe before the result
+        assert "".join(loop_thread_pieces) == result.content
+        assert result.stats.n_generated == 16
+    finally:
+        engine.close()
+
+
+async def test_requests_run_one_at_a_time_in_order(tiny_model):
+    engine = Engine(config(tiny_model))
+    try:
+        await engine.ready()
+        jobs = [engine.submit(ChatRequest(prompt=f"request {i}", max_tokens=4)) for i in range(4)]
+        results = [await job.wait() for job in jobs]
+        assert [r.stats.n_generated for r in results] == [4, 4, 4, 4]
+    finally:
+        engine.close()
+
+
+async def test_a_queued_request_cancelled_before_it_starts_never_runs(tiny_model):
+    engine = Engine(config(tiny_model))
+    try:
+        await engine.ready()
+        running = engine.submit(ChatRequest(prompt="long " * 10, max_tokens=600))
+        queued = engine.submit(ChatRequest(prompt="never", max_tokens=4))
+        queued.cancel()
+        running.cancel()
+        first, second = await running.wait(), await queued.wait()
+        assert first.finish_reason in ("cancelled", "length")
+        assert second.finish_reason == "cancelled"
+        assert second.stats.n_prompt == 0  # it never reached the model
+    finally:
+        engine.close()
+
+
+async def test_cancelling_the_awaiting_task_cancels_the_native_run(tiny_model):
+    engine = Engine(config(tiny_model, n_ctx=8192))
+    try:
+        await engine.ready()
+        task = asyncio.create_task(engine.generate(ChatRequest(prompt="x", max_tokens=8000)))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # the worker is free again at once
+        result = await asyncio.wait_for(engine.generate(ChatRequest(prompt="y", max_tokens=2)), 5)
+        assert result.stats.n_generated == 2
+    finally:
+        engine.close()
+
+
+async def test_close_saves_slots_and_the_next_engine_restores_them(tiny_model, tmp_path):
+    first = Engine(config(tiny_model, state_dir=tmp_path))
+    await first.ready()
+    await first.generate(ChatRequest(prompt="def persisted(): pass " * 12, max_tokens=2, slot="p"))
+    first.close()
+    assert (tmp_path / "index.json").exists()
+
+    second = Engine(config(tiny_model, state_dir=tmp_path))
+    try:
+        info = await second.ready()
+        assert info["restore"] == {"known": 1}
+        result = await second.generate(
+            ChatRequest(prompt="def persisted(): pass " * 12 + "x", max_tokens=2, slot="p")
+        )
+        assert result.stats.n_reused > 0
+    finally:
+        second.close()
+
+
+async def test_a_missing_model_fails_ready_and_requests_with_a_clear_error(tmp_path):
+    engine = Engine(config(tmp_path / "missing.gguf"))
+    with pytest.raises(native.ModelLoadError, match="not found"):
+        await engine.ready()
+    engine.close()
+    with pytest.raises(EngineClosed):
+        engine.submit(ChatRequest(prompt="x"))
+
+
+async def test_info_and_tokenize_go_through_the_queue(tiny_model):
+    engine = Engine(config(tiny_model))
+    try:
+        await engine.ready()
+        assert len((await engine.info())["slots"]) == 2
+        tokens = await engine.tokenize({"text": "héllo"})
+        assert len(tokens) == 6  # one token per byte in the tiny model
+    finally:
+        engine.close()
