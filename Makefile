@@ -11,7 +11,7 @@ TEST_MODEL := qwen2.5-coder-0.5b
 T_SETUP ?= 1800
 T_MODEL ?= 900
 T_TEST ?= 3000
-NATIVE_SOURCES := $(wildcard native/CMakeLists.txt native/*.py native/include/*.h native/src/*.cpp)
+NATIVE_SOURCES := $(wildcard native/CMakeLists.txt native/*.py native/include/*.h native/src/*.cpp native/bench/*.cpp)
 SETUP_STAMP := $(VENV)/.setup-done
 
 .PHONY: help setup model test-model demo test bench lint format clean
@@ -36,7 +36,8 @@ test-model: setup
 	timeout $(T_MODEL) $(BIN)/llama-lsp model install $(TEST_MODEL)
 
 demo: model ## Ask the default model about a sample file: streamed answer, proposed edit as a diff
-	$(BIN)/llama-lsp ask examples/inventory.py "What does apply_discount do, and what is wrong with it?" --edit "Fix the bug in apply_discount"
+	$(BIN)/llama-lsp ask examples/inventory.py --range 18:20 --action fix \
+		"apply_discount(100, 10) returns -900.0, but percent is 0-100: it should return 90.0. Why?"
 
 test: setup test-model ## Run the whole test suite (installs what it needs first)
 	timeout $(T_TEST) $(BIN)/pytest -ra

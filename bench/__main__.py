@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import tempfile
 import time
@@ -61,10 +62,13 @@ def run(settings: Settings, label: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="smoke run on a tiny random model (no meaning)")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run on a tiny random model (numbers mean nothing)"
+    )
     parser.add_argument("--runs", type=int, help="runs behind each median (default 5; 2 with --quick)")
     parser.add_argument("--model", default=models.TEST_MODEL, help="model name or GGUF path")
     args = parser.parse_args(argv)
+    logging.getLogger("llama_lsp.native").setLevel(logging.ERROR)  # llama.cpp's load warnings are noise here
     if not args.quick:
         run(Settings(models.resolve(args.model), runs=args.runs or 5), "full run")
         return
@@ -72,7 +76,9 @@ def main(argv: list[str] | None = None) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         model = write_tiny_model(Path(tmp) / "tiny.gguf")
-        quick = Settings(model, runs=args.runs or 2, decode_tokens=32, answer_tokens=8, n_ctx=2048)
+        quick = Settings(
+            model, runs=args.runs or 2, doc_tokens=1000, decode_tokens=32, answer_tokens=8, goals=False
+        )
         run(quick, "quick smoke run (tiny random model)")
 
 

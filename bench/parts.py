@@ -34,6 +34,7 @@ class Settings:
     decode_tokens: int = 128  # (b)
     answer_tokens: int = 16  # each chat turn's max_tokens
     n_ctx: int = 4096  # per slot
+    goals: bool = True  # False on the tiny model, where the goal lines mean nothing
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,9 @@ def ms(values: Sequence[float]) -> str:
     return " ".join(f"{v:,.0f}" for v in values) + " ms"
 
 
-def goal(met: bool, text: str) -> str:
+def goal(settings: Settings, met: bool, text: str) -> str:
+    if not settings.goals:
+        return f"({text}: n/a)"
     return f"{text}: {'met' if met else 'MISSED'}"
 
 
@@ -121,7 +124,7 @@ def follow_up_latency(engine: NativeEngine, text: str, settings: Settings) -> Ro
         f"{median([s['t_first_token_ms'] for s in warm]):,.0f} ms warm",
         f"{median([s['t_first_token_ms'] for s in cold]):,.0f} ms cold",
         f"{ratio:.1f}x",
-        goal(ratio >= 20, ">= 20x"),
+        goal(settings, ratio >= 20, ">= 20x"),
     )
 
 
@@ -196,7 +199,7 @@ def decode_speed(engine: NativeEngine, binary: Path, settings: Settings) -> Row:
         f"{median(ours):.1f} engine",
         f"{median(theirs):.1f} llama.cpp",
         f"{ratio:.1%}",
-        goal(ratio >= 0.95, ">= 95%"),
+        goal(settings, ratio >= 0.95, ">= 95%"),
     )
 
 

@@ -1,7 +1,8 @@
-"""`llama-lsp ask`: ask about a file from a terminal, streaming the answer and showing edits as diffs.
+"""`llama-lsp ask`: the headless client. It spawns the server and speaks LSP to it, as an editor does.
 
-For now it drives the engine in-process; once the language server exists it will speak LSP to a
-spawned server instead, the same path an editor takes.
+The question goes through `assistant/chat` and its answer streams to stdout. With --action, the code
+action of that kind is then resolved on the range, and its WorkspaceEdit is printed as a unified diff
+(and written with --apply). Status and the stats line go to stderr.
 """
 
 from __future__ import annotations
@@ -9,27 +10,75 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import sys
 from pathlib import Path
 from typing import Any
 
-from . import models, prompts
-from .edits import EditError, apply_replacement, unified_diff
-from .engine import ChatRequest, ChatResult, Engine, EngineConfig, Stats, ToolCall, model_cache_key
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.client import LanguageClient
+from pygls.protocol import default_converter
+from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
+
+from . import protocol
+from .edits import unified_diff
 
 
-def format_stats(stats: Stats) -> str:
-    decode_rate = stats.n_generated / (stats.t_decode_ms / 1000) if stats.t_decode_ms > 0 else 0.0
+class HeadlessClient(LanguageClient):
+    def __init__(self, verbose: bool):
+        super().__init__("llama-lsp-ask", "1", converter_factory=default_converter)
+        self.verbose = verbose
+        self.stream: Any = None  # where partial results go
+        self.status: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    async def request(self, method: str, params: Any) -> Any:
+        return protocol.to_plain(await self.protocol.send_request_async(method, params))
+
+
+def make_client(verbose: bool) -> HeadlessClient:
+    client = HeadlessClient(verbose)
+
+    @client.feature(types.PROGRESS)
+    def on_progress(params: types.ProgressParams) -> None:
+        value = protocol.to_plain(params.value)
+        if isinstance(value, dict) and "delta" in value and client.stream is not None:
+            client.stream(value["delta"])
+        elif isinstance(value, dict) and value.get("kind") == "begin":
+            print(f"{value.get('title', '')}...", file=sys.stderr)
+
+    @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+    def on_progress_create(_params: types.WorkDoneProgressCreateParams) -> None:
+        return None
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE)
+    def on_message(params: types.ShowMessageParams) -> None:
+        print(params.message, file=sys.stderr)
+
+    @client.feature(types.WORKSPACE_CONFIGURATION)
+    def on_configuration(params: types.ConfigurationParams) -> list[Any]:
+        return [None for _ in params.items]
+
+    @client.feature(protocol.STATUS)
+    def on_status(params: Any) -> None:
+        client.status.put_nowait(protocol.to_plain(params))
+
+    return client
+
+
+def format_stats(stats: dict[str, Any]) -> str:
+    reused = stats["nReused"] / stats["nPrompt"] if stats.get("nPrompt") else 0.0
+    decode = stats["nGenerated"] / (stats["tDecodeMs"] / 1000) if stats.get("tDecodeMs") else 0.0
     return (
-        f"[{stats.n_prompt} prompt tokens, {stats.n_reused} reused ({stats.reuse_ratio:.0%}), "
-        f"{stats.n_evaluated} evaluated, {stats.n_generated} generated | "
-        f"prefill {stats.t_prefill_ms / 1000:.2f} s, first token {stats.t_first_token_ms / 1000:.2f} s, "
-        f"decode {decode_rate:.1f} tok/s]"
+        f"[{stats['nPrompt']} prompt tokens, {stats['nReused']} reused ({reused:.0%}), "
+        f"{stats['nEvaluated']} evaluated, {stats['nGenerated']} generated | "
+        f"prefill {stats['tPrefillMs'] / 1000:.2f} s, first token {stats['tFirstTokenMs'] / 1000:.2f} s, "
+        f"decode {decode:.1f} tok/s]"
     )
 
 
-def parse_range(text: str | None, n_lines: int) -> tuple[int, int] | None:
+def parse_lines(text: str | None, n_lines: int) -> tuple[int, int] | None:
+    """--range L1:L2 (1-based, inclusive) to 0-based lines."""
     if text is None:
         return None
     try:
@@ -39,67 +88,175 @@ def parse_range(text: str | None, n_lines: int) -> tuple[int, int] | None:
         raise SystemExit(f"llama-lsp: --range must look like 10:20, not {text!r}") from None
     if not 1 <= first <= last <= max(n_lines, 1):
         raise SystemExit(f"llama-lsp: --range {text} is outside the file's {n_lines} lines")
-    return first, last
+    return first - 1, last - 1
+
+
+def lsp_range(lines: tuple[int, int] | None, n_lines: int) -> dict[str, Any]:
+    first, last = lines if lines is not None else (0, max(n_lines - 1, 0))
+    return {"start": {"line": first, "character": 0}, "end": {"line": last + 1, "character": 0}}
+
+
+def apply_workspace_edit(edit: dict[str, Any], current: dict[str, str]) -> dict[str, str]:
+    """The new text of every file the edit touches (computed in memory; nothing is written)."""
+    result: dict[str, str] = {}
+    for change in edit.get("documentChanges") or []:
+        if change.get("kind") == "create":
+            result[change["uri"]] = ""
+            continue
+        if "textDocument" not in change:
+            continue
+        uri = change["textDocument"]["uri"]
+        if uri not in result:
+            path = to_fs_path(uri)
+            on_disk = Path(path).read_text(encoding="utf-8") if path and Path(path).exists() else ""
+            result[uri] = current.get(uri, on_disk)
+        document = TextDocument(uri, source=result[uri])
+        edits = sorted(
+            change["edits"], key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"])
+        )
+        for text_edit in reversed(edits):
+            start = document.offset_at_position(types.Position(**text_edit["range"]["start"]))
+            end = document.offset_at_position(types.Position(**text_edit["range"]["end"]))
+            document = TextDocument(
+                uri, source=document.source[:start] + text_edit["newText"] + document.source[end:]
+            )
+        result[uri] = document.source
+    return result
 
 
 async def _ask(args: argparse.Namespace) -> int:
-    path = Path(args.file)
+    path = Path(args.file).resolve()
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         print(f"llama-lsp: cannot read {path}: {exc}", file=sys.stderr)
         return 1
-    selection = parse_range(args.range, len(text.splitlines()))
-    model_path = models.resolve(args.model)
-    state_dir = models.cache_root() / "state" / model_cache_key(model_path)
-    engine = Engine(EngineConfig(model_path=model_path, state_dir=state_dir))
+    lines = parse_lines(args.range, len(text.splitlines()))
+    root = Path.cwd() if path.is_relative_to(Path.cwd()) else path.parent
+    client = make_client(args.verbose)
+    await client.start_io(sys.executable, "-m", "lsp_server", "--stdio")
+    drain = asyncio.create_task(_forward_stderr(client, args.verbose))
     report: dict[str, Any] = {}
-    status = 0
     try:
-        print(f"Loading {args.model}...", file=sys.stderr)
-        await engine.ready()
-        messages = [
-            prompts.system_message(),
-            prompts.document_message(str(path), text, selection),
-            {"role": "user", "content": args.question},
-        ]
-        stream = None if args.json else _write
-        # The tools are declared on every turn (unused on this one) so the prompt's prefix stays stable.
-        tools = [prompts.EDIT_TOOL]
-        answer = await engine.generate(
-            ChatRequest(
-                messages=messages,
-                tools=tools,
-                tool_choice="none",
-                max_tokens=args.max_tokens,
-                slot="ask",
-            ),
-            stream,
+        await client.initialize_async(
+            types.InitializeParams(
+                capabilities=types.ClientCapabilities(
+                    window=types.WindowClientCapabilities(work_done_progress=True),
+                    workspace=types.WorkspaceClientCapabilities(configuration=True, apply_edit=False),
+                ),
+                root_uri=root.as_uri(),
+                workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+                initialization_options={"model": args.model, "maxTokens": args.max_tokens},
+            )
         )
-        report["answer"] = _result_json(answer)
-        if not args.json:
-            print("\n" + format_stats(answer.stats), file=sys.stderr)
-        if args.edit:
-            messages += [
-                {"role": "assistant", "content": answer.content},
-                {"role": "user", "content": f"{args.edit}. Propose the change with the edit tool."},
-            ]
-            after, edit_report = await _propose_edit(engine, messages, tools, path, text, args)
-            report["edit"] = edit_report
-            if after is None:
-                status = 1
-            else:
-                if not args.json:
-                    print("\nProposed edit:")
-                    print(unified_diff(str(path), text, after), end="")
-                if args.apply:
-                    path.write_text(after, encoding="utf-8")
-                    print(f"Applied to {path}", file=sys.stderr)
+        client.initialized(types.InitializedParams())
+        while (status := await client.status.get())["state"] not in (protocol.READY, protocol.ERROR):
+            pass
+        if status["state"] == protocol.ERROR:
+            return 1  # the server's message has been printed
+        uri = path.as_uri()
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                types.TextDocumentItem(uri=uri, language_id="", version=1, text=text)
+            )
+        )
+        status_code = await _run(client, args, uri, text, lines, report)
+    except JsonRpcException as exc:
+        print(f"llama-lsp: {exc.message}", file=sys.stderr)
+        status_code = 1
     finally:
-        engine.close()
+        try:
+            await asyncio.wait_for(client.shutdown_async(None), 30)
+            client.exit(None)
+        except Exception:  # the server is going away either way
+            pass
+        await client.stop()
+        drain.cancel()
     if args.json:
         print(json.dumps(report, indent=2))
-    return status
+    return status_code
+
+
+async def _run(
+    client: HeadlessClient,
+    args: argparse.Namespace,
+    uri: str,
+    text: str,
+    lines: tuple[int, int] | None,
+    report: dict[str, Any],
+) -> int:
+    chat_params: dict[str, Any] = {
+        "textDocument": {"uri": uri},
+        "message": args.question,
+        "partialResultToken": "ask",
+    }
+    if lines is not None:
+        chat_params["range"] = lsp_range(lines, len(text.splitlines()))
+    client.stream = None if args.json else _write
+    answer = await client.request(protocol.CHAT, chat_params)
+    report["answer"] = answer
+    if not args.json:
+        print("", file=sys.stdout)
+        print(format_stats(answer["stats"]), file=sys.stderr)
+    edit = answer.get("edit")
+    if args.action:
+        action = await _resolve_action(client, args, uri, text, lines)
+        report["action"] = action
+        if args.action == "explain":
+            if not args.json:
+                print(action["command"]["arguments"][0]["content"])
+            return 0
+        edit = action.get("edit")
+    if edit:
+        return _show_edit(edit, {uri: text}, args, report)
+    return 0
+
+
+async def _resolve_action(
+    client: HeadlessClient, args: argparse.Namespace, uri: str, text: str, lines: tuple[int, int] | None
+) -> dict[str, Any]:
+    selection = lsp_range(lines, len(text.splitlines()))
+    diagnostics = []
+    if args.action == "fix":  # the question describes the problem to fix
+        diagnostics = [
+            {"range": selection, "message": args.question, "severity": 1, "source": "llama-lsp ask"}
+        ]
+    converter = client.protocol._converter
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=converter.structure(selection, types.Range),
+            context=types.CodeActionContext(
+                diagnostics=[converter.structure(d, types.Diagnostic) for d in diagnostics]
+            ),
+        )
+    )
+    offered = [a for a in actions or [] if isinstance(a, types.CodeAction) and isinstance(a.data, dict)]
+    chosen = next(a for a in offered if a.data["kind"] == args.action)
+    if not args.json:
+        print(f"\n{chosen.title}...", file=sys.stderr)
+    resolved = await client.code_action_resolve_async(chosen)
+    return dict(converter.unstructure(resolved))
+
+
+def _show_edit(
+    edit: dict[str, Any], current: dict[str, str], args: argparse.Namespace, report: dict[str, Any]
+) -> int:
+    after = apply_workspace_edit(edit, current)
+    report["diff"] = ""
+    for uri, new_text in after.items():
+        path = Path(to_fs_path(uri) or uri)
+        shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+        before = current.get(uri, path.read_text(encoding="utf-8") if path.exists() else "")
+        report["diff"] += unified_diff(str(shown), before, new_text)
+        if args.apply:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(new_text, encoding="utf-8")
+            print(f"Applied to {shown}", file=sys.stderr)
+    if not args.json:
+        print("\nProposed edit:")
+        print(report["diff"], end="")
+    return 0
 
 
 def _write(piece: str) -> None:
@@ -107,77 +264,15 @@ def _write(piece: str) -> None:
     sys.stdout.flush()
 
 
-def _result_json(result: ChatResult) -> dict[str, Any]:
-    return {
-        "content": result.content,
-        "finish_reason": result.finish_reason,
-        "tool_calls": [vars(call) for call in result.tool_calls],
-        "stats": vars(result.stats),
-    }
-
-
-EDIT_ATTEMPTS = 3
-
-
-async def _propose_edit(
-    engine: Engine,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]],
-    path: Path,
-    text: str,
-    args: argparse.Namespace,
-) -> tuple[str | None, dict[str, Any]]:
-    """Asks for an edit until one applies; each failure goes back to the model as the tool's result."""
-    report: dict[str, Any] = {"attempts": []}
-    for _ in range(EDIT_ATTEMPTS):
-        proposal = await engine.generate(
-            ChatRequest(
-                messages=messages, tools=tools, tool_choice="required", max_tokens=args.max_tokens, slot="ask"
-            )
-        )
-        report["attempts"].append(_result_json(proposal))
-        if not args.json:
-            print(format_stats(proposal.stats), file=sys.stderr)
-        if not proposal.tool_calls:
-            report["error"] = "the model proposed no edit"
-            break
-        call = proposal.tool_calls[0]
-        try:
-            if not isinstance(call.arguments, dict):
-                raise EditError("the arguments are not a JSON object")
-            after = apply_replacement(
-                text, str(call.arguments.get("old_text", "")), str(call.arguments.get("new_text", ""))
-            )
-        except EditError as exc:
-            report["error"] = str(exc)
-            print(f"llama-lsp: the proposed edit does not apply ({exc}); asking again", file=sys.stderr)
-            messages = [
-                *messages,
-                _tool_call_message(call),
-                {"role": "tool", "tool_call_id": call.id, "content": f"Error: {exc}. The file is unchanged."},
-            ]
-            continue
-        report.pop("error", None)
-        report["tool_call"] = vars(call)
-        return after, report
-    print(f"llama-lsp: no applicable edit: {report.get('error')}", file=sys.stderr)
-    return None, report
-
-
-def _tool_call_message(call: ToolCall) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": "",
-        "tool_calls": [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
-            }
-        ],
-    }
+async def _forward_stderr(client: HeadlessClient, verbose: bool) -> None:
+    """Drains the server's stderr (so it never blocks on a full pipe); shows it with --verbose."""
+    server = client._server
+    if server is None or server.stderr is None:
+        return
+    while line := await server.stderr.readline():
+        if verbose:
+            sys.stderr.write(line.decode("utf-8", "replace"))
 
 
 def run_ask(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s", stream=sys.stderr)
     return asyncio.run(_ask(args))

@@ -1,4 +1,4 @@
-"""The `llama-lsp` command: model management and the headless client."""
+"""The `llama-lsp` command: the language server (the default), model management, the headless client."""
 
 from __future__ import annotations
 
@@ -29,6 +29,26 @@ def _model_path(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    import logging
+    import os
+
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    # stdout is the LSP channel: give the server its own copy of it, and point file descriptor 1 at
+    # stderr so that nothing else (llama.cpp's C code included) can write into the protocol stream.
+    channel = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    from .server import create_server
+
+    create_server().start_io(stdin=sys.stdin.buffer, stdout=channel)
+    return 0
+
+
 def _ask(args: argparse.Namespace) -> int:
     from .ask import run_ask
 
@@ -38,7 +58,14 @@ def _ask(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="llama-lsp", description=__doc__)
     parser.add_argument("--version", action="version", version=f"llama-lsp {__version__}")
+    parser.add_argument("--stdio", action="store_true", help="serve LSP over stdio (the default)")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.set_defaults(run=_serve)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the language server on stdio (the default command)")
+    serve.add_argument("--stdio", action="store_true", help="accepted for clients that pass it")
+    serve.set_defaults(run=_serve)
 
     model = commands.add_parser("model", help="list, install or locate models")
     model_commands = model.add_subparsers(dest="model_command", metavar="ACTION", required=True)
@@ -52,15 +79,20 @@ def build_parser() -> argparse.ArgumentParser:
     path.add_argument("name")
     path.set_defaults(run=_model_path)
 
-    ask = commands.add_parser("ask", help="ask about a file from the command line")
+    ask = commands.add_parser("ask", help="ask about a file through the server, as an editor would")
     ask.add_argument("file")
-    ask.add_argument("question")
+    ask.add_argument("question", help="the question; with --action fix, the problem to fix")
     ask.add_argument("--range", help="lines L1:L2 (1-based, inclusive) the question is about")
-    ask.add_argument("--edit", metavar="INSTRUCTION", help="then ask for an edit and print it as a diff")
-    ask.add_argument("--apply", action="store_true", help="write the proposed edit to the file")
+    ask.add_argument(
+        "--action",
+        choices=["explain", "fix", "document", "refactor", "tests"],
+        help="then run this code action on the range and print its edit as a diff",
+    )
+    ask.add_argument("--apply", action="store_true", help="write the proposed edit to the files")
     ask.add_argument("--model", default=models.DEFAULT_MODEL, help="a model name or a GGUF path")
     ask.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    ask.add_argument("--max-tokens", type=int, default=400)
+    ask.add_argument("--max-tokens", type=int, default=512)
+    ask.add_argument("--verbose", action="store_true", help="show the server's log")
     ask.set_defaults(run=_ask)
     return parser
 
@@ -68,9 +100,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not hasattr(args, "run"):
-        parser.print_help()
-        return 2
     try:
         return int(args.run(args))
     except models.ModelError as exc:

@@ -15,7 +15,11 @@ def apply_replacement(text: str, old_text: str, new_text: str) -> str:
         raise EditError("old_text is empty; quote the exact text to replace")
     count = text.count(old_text)
     if count == 0:
-        raise EditError("old_text does not occur in the file; quote it exactly, with its indentation")
+        hint = closest_text(text, old_text)
+        raise EditError(
+            "old_text does not occur in the file; quote it exactly, with its indentation"
+            + (f". The closest text in the file is:\n```\n{hint}\n```\n" if hint else "")
+        )
     if count > 1:
         raise EditError(f"old_text occurs {count} times; include more context to make it unique")
     return text.replace(old_text, new_text, 1)
@@ -26,3 +30,82 @@ def unified_diff(path: str, before: str, after: str) -> str:
         before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
     )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _indent_of(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def apply_replacement_reindented(text: str, old_text: str, new_text: str) -> str:
+    """Like apply_replacement, but new_text keeps the indentation of the place it replaces.
+
+    Models often quote old_text without its leading indentation and then indent new_text, or the other
+    way round; in an indentation-sensitive file either doubles or drops the indentation.
+    """
+    after = apply_replacement(text, old_text, new_text)  # validates old_text: present and unique
+    start = text.index(old_text)
+    line_start = text.rfind("\n", 0, start) + 1
+    if text[line_start:start].strip():
+        return after  # the match starts mid-line: there is no indentation to keep
+    old_block = text[line_start : start + len(old_text)]
+    old_lines = [line for line in old_block.splitlines() if line.strip()]
+    new_lines = new_text.splitlines(keepends=True)
+    if not old_lines or not new_lines:
+        return after
+    target = min((_indent_of(line) for line in old_lines), key=len)
+    current = min((_indent_of(line) for line in new_lines if line.strip()), key=len, default="")
+    reindented = "".join(target + line[len(current) :] if line.strip() else line for line in new_lines)
+    return text[:line_start] + reindented + text[start + len(old_text) :]
+
+
+def closest_text(text: str, wanted: str, threshold: float = 0.6) -> str | None:
+    """The run of lines most like wanted (allowing a line or two more): what a model should have quoted."""
+    lines = text.splitlines()
+    size = len(wanted.splitlines()) or 1
+    best, best_score = None, threshold
+    matcher = difflib.SequenceMatcher(autojunk=False)
+    matcher.set_seq2(wanted.strip())
+    for extra in (0, 1, 2):
+        for start in range(max(len(lines) - size - extra + 1, 1)):
+            candidate = "\n".join(lines[start : start + size + extra])
+            matcher.set_seq1(candidate.strip())
+            if matcher.real_quick_ratio() > best_score and matcher.ratio() > best_score:
+                best, best_score = candidate, matcher.ratio()
+    return best
+
+
+MAX_OMITTED_LINES = 3
+
+
+def apply_replacement_keeping_omitted(text: str, old_text: str, new_text: str) -> str | None:
+    """Applies old_text -> new_text where the file has a few more lines than the quote; None if it cannot.
+
+    Models quoting a block often leave out a line or two (a docstring, a comment). When old_text's lines
+    appear in the file in order from one unique first line, with at most MAX_OMITTED_LINES lines left out,
+    the change from old_text to new_text is applied to that block and the left-out lines are kept.
+    """
+    lines = text.splitlines(keepends=True)
+    old, new = old_text.splitlines(), new_text.splitlines()
+    starts = [i for i, line in enumerate(lines) if old and line.rstrip("\r\n") == old[0]]
+    if len(old) < 2 or len(starts) != 1:
+        return None
+    positions, index, omitted = [starts[0]], starts[0] + 1, 0
+    for wanted in old[1:]:
+        while index < len(lines) and lines[index].rstrip("\r\n") != wanted:
+            index, omitted = index + 1, omitted + 1
+        if index == len(lines) or omitted > MAX_OMITTED_LINES:
+            return None
+        positions.append(index)
+        index += 1
+    out: list[str] = []
+    at = positions[0]  # the next file line not yet copied
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            out.extend(lines[at : positions[i2 - 1] + 1])
+            at = positions[i2 - 1] + 1
+            continue
+        if i2 > i1:  # the quoted lines being replaced; lines left out before them stay
+            out.extend(lines[at : positions[i1]])
+            at = positions[i2 - 1] + 1
+        out.extend(line + "\n" for line in new[j1:j2])
+    return "".join(lines[: positions[0]] + out + lines[at:])

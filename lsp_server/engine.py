@@ -94,6 +94,7 @@ class ChatRequest:
     messages: list[dict[str, Any]] = field(default_factory=list)
     tools: list[dict[str, Any]] | None = None
     tool_choice: str = "auto"  # auto | required | none
+    allowed_tools: list[str] | None = None  # callable subset; all `tools` stay declared in the prompt
     parallel_tool_calls: bool = False
     max_tokens: int = 512
     temperature: float = 0.0  # 0 is greedy

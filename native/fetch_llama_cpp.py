@@ -7,6 +7,7 @@ second build downloads nothing. Progress goes to stderr; stdout carries only the
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -65,6 +66,13 @@ def main() -> None:
             ],
             check=True,
             stdout=sys.stderr,
+        )
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    if digest != SDIST_SHA256:
+        archive.unlink()
+        sys.exit(
+            f"fetch_llama_cpp: {archive.name} has SHA-256 {digest}, expected {SDIST_SHA256}; "
+            "deleted it, run the build again"
         )
     staging = root / "extracting"
     shutil.rmtree(staging, ignore_errors=True)

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import shutil
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import pytest_lsp
+from pytest_lsp import ClientServerConfig
 
-from lsp_server import models, native
+from lsp_server import models, native, protocol
 
+from .lsp_client import SERVER_COMMAND, AssistantClient, initialize_params, make_client
 from .tiny_model import write_tiny_model
 
 TEST_MODEL = models.TEST_MODEL
+ROOT = Path(__file__).resolve().parent.parent
+collect_ignore = ["fixtures"]  # files the tests copy into workspaces, not tests of ours
 
 
 @pytest.fixture(scope="session")
@@ -46,3 +52,32 @@ def cold_engine(test_model_path: Path) -> Iterator[native.NativeEngine]:
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random-weight model written for this run: fast checks of exact invariants."""
     return write_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny.gguf")
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small project: the demo's inventory module, its tests, and a ~2,000-token file."""
+    root = tmp_path_factory.mktemp("workspace")
+    shutil.copy(ROOT / "examples" / "inventory.py", root / "inventory.py")
+    shutil.copy(ROOT / "tests" / "fixtures" / "test_inventory.py", root / "test_inventory.py")
+    big = "\n\n".join((ROOT / "lsp_server" / name).read_text() for name in ("engine.py", "models.py"))
+    (root / "big.py").write_text(big[:7000])
+    return root
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client), scope="module"
+)
+async def client(
+    lsp_client: AssistantClient,
+    request: pytest.FixtureRequest,
+    workspace: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[None]:
+    """A server over stdio on the test model, with the test module's SERVER_OPTIONS."""
+    options = {**request.module.SERVER_OPTIONS, "cacheDir": str(tmp_path_factory.mktemp("cache"))}
+    result = await lsp_client.initialize_session(initialize_params(workspace, options))
+    lsp_client.server_info = result
+    await lsp_client.wait_for_status(protocol.READY)
+    yield
+    await lsp_client.shutdown_session()

@@ -27,13 +27,15 @@ const char * llama_lsp_version(void);
 /* Routes llama.cpp's log to the callback (process-wide); NULL silences it. */
 void llama_lsp_set_log_callback(llama_lsp_log_cb callback, void * user_data);
 
-/* Loads a model and creates its context. options_json: {"n_ctx", "n_threads", "n_threads_batch",
-   "n_slots", "prefill_chunk", "exact_reuse", "cache_key"}; all optional.
+/* Loads a model and creates its context. options_json: {"n_ctx" (tokens per slot; each slot has its
+   own KV stream), "n_threads", "n_threads_batch", "n_slots", "prefill_chunk", "exact_reuse",
+   "cache_key"}; all optional.
    Returns a handle, or NULL with *error_json set to an error object (free it). */
 llama_lsp_engine * llama_lsp_open(const char * model_path, const char * options_json, char ** error_json);
 
 /* Runs one chat completion. request_json: {"messages", "tools", "tool_choice", "parallel_tool_calls",
-   "max_tokens", "temperature", "top_k", "top_p", "seed", "stop", "slot"} or {"prompt": raw text, ...}.
+   "allowed_tools", "max_tokens", "temperature", "top_k", "top_p", "seed", "stop", "slot"} or
+   {"prompt": raw text, ...}. allowed_tools restricts which declared tools the answer may call.
    Streams content through on_piece (may be NULL). Returns {"content", "tool_calls", "finish_reason",
    "tokens", "stats"} or an error object. */
 char * llama_lsp_generate(llama_lsp_engine * engine, const char * request_json,
@@ -56,7 +58,8 @@ char * llama_lsp_restore_slots(llama_lsp_engine * engine, const char * directory
 /* Describes the model, the context and the slots. */
 char * llama_lsp_info(llama_lsp_engine * engine);
 
-/* Drops every slot's cache (the next request is evaluated cold). Returns {"cleared": n}. */
+/* Drops every slot's cache and forgets restorable saved slots (the next request is evaluated cold).
+   Returns {"cleared": n}. */
 char * llama_lsp_clear(llama_lsp_engine * engine);
 
 void llama_lsp_free_string(char * text);

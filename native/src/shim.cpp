@@ -342,6 +342,30 @@ std::string tool_call_opener(const common_chat_params & chat) {
     return "";
 }
 
+void restrict_tools(llama_lsp_engine & e, common_chat_templates_inputs & inputs, const json & allowed,
+                    prepared_prompt & p) {
+    if (!allowed.is_array() || allowed.empty()) {
+        throw engine_error("invalid_request", "allowed_tools must be a non-empty array of tool names");
+    }
+    std::vector<common_chat_tool> kept;
+    for (const auto & name : allowed) {
+        if (!name.is_string()) throw engine_error("invalid_request", "allowed_tools must hold tool names");
+        auto it = std::find_if(inputs.tools.begin(), inputs.tools.end(),
+                               [&](const common_chat_tool & t) { return t.name == name.get<std::string>(); });
+        if (it == inputs.tools.end()) {
+            throw engine_error("invalid_request", "allowed tool '" + name.get<std::string>() + "' is not declared");
+        }
+        kept.push_back(*it);
+    }
+    inputs.tools = kept;
+    common_chat_params subset = common_chat_templates_apply(e.templates.get(), inputs);
+    p.chat.grammar = subset.grammar;
+    p.chat.grammar_lazy = subset.grammar_lazy;
+    p.chat.grammar_triggers = subset.grammar_triggers;
+    p.chat.preserved_tokens = subset.preserved_tokens;
+    p.chat.parser = subset.parser;
+}
+
 prepared_prompt prepare(llama_lsp_engine & e, const json & request) {
     prepared_prompt p;
     if (request.contains("prompt")) {
@@ -377,10 +401,15 @@ prepared_prompt prepare(llama_lsp_engine & e, const json & request) {
         }
         p.is_chat = true;
         p.has_tools = !inputs.tools.empty() && inputs.tool_choice != COMMON_CHAT_TOOL_CHOICE_NONE;
+        p.text = p.chat.prompt;
+        if (p.has_tools && request.contains("allowed_tools")) {
+            // The prompt declares every tool (so its prefix stays the same from request to request);
+            // the grammar and the parser come from a rendering with only the allowed ones.
+            restrict_tools(e, inputs, request["allowed_tools"], p);
+        }
         for (const auto & tool : inputs.tools) {
             p.tool_names.push_back(tool.name);
         }
-        p.text = p.chat.prompt;
         // Small models rarely open a call on their own even when one is required: write the opener
         // for them, so the grammar takes over from the first generated token.
         if (inputs.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED) {
@@ -987,10 +1016,12 @@ void init_backend_once() {
     });
 }
 
-int default_threads(int batch) {
+int default_threads() {
     unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-    // Decode is memory-bound: more threads than half the cores only fight the editor for them.
-    return batch ? (int) std::min(hw, 4u) : (int) std::max(1u, std::min(hw / 2, 4u));
+    // Half the cores, at most 4: the editor needs the rest, and ggml's threads spin while they wait
+    // for each other, so a thread whose core is busy stalls all of them (measured on 2 cores with the
+    // other one loaded: a 1,087-token prefill took 12 s with 1 batch thread and 47-52 s with 2).
+    return (int) std::max(1u, std::min(hw / 2, 4u));
 }
 
 }  // namespace
@@ -1025,8 +1056,8 @@ LLAMA_LSP_API llama_lsp_engine * llama_lsp_open(const char * model_path, const c
         engine->cache_key = get_or<std::string>(options, "cache_key", "");
         engine->n_threads = get_or<int32_t>(options, "n_threads", 0);
         engine->n_threads_batch = get_or<int32_t>(options, "n_threads_batch", 0);
-        if (engine->n_threads <= 0) engine->n_threads = default_threads(0);
-        if (engine->n_threads_batch <= 0) engine->n_threads_batch = default_threads(1);
+        if (engine->n_threads <= 0) engine->n_threads = default_threads();
+        if (engine->n_threads_batch <= 0) engine->n_threads_batch = engine->n_threads;
         engine->prefill_chunk = std::clamp(get_or<int32_t>(options, "prefill_chunk", 64), 1, 2048);
         engine->exact_reuse = get_or<bool>(options, "exact_reuse", true);
         const int32_t n_slots = std::clamp(get_or<int32_t>(options, "n_slots", 4), 1, 64);
@@ -1154,6 +1185,7 @@ LLAMA_LSP_API char * llama_lsp_clear(llama_lsp_engine * engine) {
             s.key.clear();
         }
         llama_memory_clear(e.memory(), true);
+        e.saved.clear();  // "cold" means nothing reused, not even state saved on disk
         return {{"cleared", n}};
     });
 }

@@ -1,0 +1,212 @@
+"""Code actions: listed at once without the model, resolved by the model into versioned WorkspaceEdits.
+
+"Explain" answers in words (shown through a client command and kept as a conversation the client can
+continue); the others force the model through the edit tools. A newer request for the same action on
+the same document supersedes the older one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from . import documents, protocol
+from .chat import turn_json
+from .conversation import TurnOptions, run_turn
+from .tools import ToolRunner
+
+if TYPE_CHECKING:
+    from .server import AssistantServer
+
+TITLES = {
+    "explain": "Explain",
+    "document": "Document",
+    "refactor": "Refactor",
+    "tests": "Write tests",
+    "fix": "Fix",
+}
+
+LSP_KINDS = {
+    "explain": types.CodeActionKind.Refactor + ".llama.explain",
+    "document": types.CodeActionKind.RefactorRewrite + ".llama.document",
+    "refactor": types.CodeActionKind.RefactorRewrite + ".llama.refactor",
+    "tests": types.CodeActionKind.Refactor + ".llama.tests",
+    "fix": types.CodeActionKind.QuickFix,
+}
+
+INSTRUCTIONS = {
+    "explain": "Explain what this code does and anything surprising about it. Be brief.",
+    "document": "Add clear documentation (docstrings or comments, in the file's style) to this code. "
+    "Propose the change with the edit tool; keep the code itself unchanged.",
+    "refactor": "Refactor this code for clarity without changing its behaviour. Propose the change with the "
+    "edit tool.",
+    "tests": "Write unit tests for this code, in the project's test style. Propose them as a new file: "
+    "call create_file with path `{test_file}`.",
+    "fix": "Fix the problem reported here. Propose the change with the edit tool.",
+}
+
+
+def list_actions(server: AssistantServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    """The lazy actions for a range: no model call, just the data to resolve them later."""
+    document = server.workspace.text_documents.get(params.text_document.uri)
+    if document is None:
+        return []
+    selection = params.range
+    if selection.start == selection.end:  # no selection: the current line
+        line = selection.start.line
+        selection = types.Range(types.Position(line, 0), types.Position(line + 1, 0))
+    kinds = ["explain", "document", "refactor", "tests"]
+    if params.context.diagnostics:
+        kinds.insert(0, "fix")
+    only = params.context.only
+    actions = []
+    for kind in kinds:
+        lsp_kind = LSP_KINDS[kind]
+        if only and not any(lsp_kind == o or lsp_kind.startswith(o + ".") for o in only):
+            continue
+        diagnostics = list(params.context.diagnostics) if kind == "fix" else []
+        title = f"Llama: {TITLES[kind]}"
+        if diagnostics:
+            title += f": {diagnostics[0].message.splitlines()[0][:60]}"
+        data = {
+            "uri": params.text_document.uri,
+            "range": server.protocol._converter.unstructure(selection),
+            "kind": kind,
+            "version": document.version,
+            "diagnostics": [server.protocol._converter.unstructure(d) for d in diagnostics],
+        }
+        actions.append(
+            types.CodeAction(
+                title=title,
+                kind=lsp_kind,
+                diagnostics=diagnostics or None,
+                is_preferred=kind == "fix" or None,
+                data=data,
+            )
+        )
+    return actions
+
+
+async def resolve_action(server: AssistantServer, action: types.CodeAction) -> types.CodeAction:
+    request = protocol.parse_code_action_request(action.data)
+    outcome = await run_action(server, request)
+    if request.kind == "explain":
+        action.command = types.Command(
+            title="Show the explanation",
+            command=protocol.COMMAND_SHOW_ANSWER,
+            arguments=[
+                {
+                    "conversationId": outcome["conversationId"],
+                    "title": action.title,
+                    "content": outcome["content"],
+                }
+            ],
+        )
+    else:
+        action.edit = outcome["edit"]
+    return action
+
+
+async def execute_action(server: AssistantServer, raw: Any) -> dict[str, Any]:
+    """workspace/executeCommand: resolve the action, then apply its edit through workspace/applyEdit."""
+    request = protocol.parse_code_action_request(raw)
+    outcome = await run_action(server, request)
+    edit = outcome.pop("edit", None)
+    if edit is not None:
+        documents.check_versions(server.workspace, edit)
+        applied = await server.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(edit=edit, label=f"Llama: {TITLES[request.kind]}")
+        )
+        outcome["applied"] = applied.applied
+        if not applied.applied:
+            outcome["failureReason"] = applied.failure_reason
+    return outcome
+
+
+async def run_action(server: AssistantServer, request: protocol.CodeActionRequest) -> dict[str, Any]:
+    key = (request.uri, request.kind)
+    previous = server.running_actions.get(key)
+    if previous is not None and not previous.done():
+        previous.cancel()  # superseded by this newer request
+    task = asyncio.ensure_future(_run(server, request))
+    server.running_actions[key] = task
+    try:
+        return await task
+    finally:
+        if server.running_actions.get(key) is task:
+            del server.running_actions[key]
+
+
+async def _run(server: AssistantServer, request: protocol.CodeActionRequest) -> dict[str, Any]:
+    document = server.workspace.text_documents.get(request.uri)
+    path = documents.uri_to_path(request.uri)
+    if document is None or path is None:
+        raise protocol.ParamsError(f"unknown document {request.uri}: send textDocument/didOpen first")
+    if request.version is not None and document.version != request.version:
+        raise documents.StaleDocument(
+            f"{request.uri} changed since the action was offered; request code actions again"
+        )
+    engine = await server.ready_engine()
+    start_version = document.version
+    conversation = server.conversations.get_or_create(None)
+    conversation.show_document(documents.display_path(path, server.roots()), document.source)
+    selection = types.Range(
+        types.Position(request.range.start.line, request.range.start.character),
+        types.Position(request.range.end.line, request.range.end.character),
+    )
+    first, last = request.range.start.line + 1, max(request.range.start.line + 1, request.range.end.line)
+    # The instruction comes last, after the code: small models follow what they read most recently.
+    message = (
+        f"Lines {first}-{last} of `{documents.display_path(path, server.roots())}`:\n```\n"
+        f"{documents.selection_text(document, selection)}\n```"
+    )
+    if request.diagnostics:
+        problems = "\n".join(
+            f"- line {d['range']['start']['line'] + 1}: {d.get('message', '')}" for d in request.diagnostics
+        )
+        message += f"\n\nThe problems reported there:\n{problems}"
+    message += "\n\n" + INSTRUCTIONS[request.kind].format(test_file=test_file_for(path, server.roots()))
+    conversation.messages.append({"role": "user", "content": message})
+    runner = ToolRunner(server.tool_workspace(request.diagnostics, request.uri))
+    options = TurnOptions(
+        max_tool_steps=server.settings.max_tool_steps,
+        max_tokens=server.settings.max_tokens,
+        temperature=server.settings.temperature,
+        want_edit=request.kind != "explain",
+        edit_tools=("create_file",) if request.kind == "tests" else ("edit",),
+    )
+    with server.busy():
+        turn = await run_turn(engine, conversation, runner, options)
+    server.remember_stats(turn)
+    outcome = turn_json(conversation.id, turn)
+    if request.kind == "explain":
+        return outcome
+    edit = documents.workspace_edit(server.workspace, runner)
+    if edit is None:
+        reason = turn.tool_calls[-1].result if turn.tool_calls else turn.content or "no answer"
+        raise NoEdit(f"the model proposed no applicable edit ({reason[:300]})")
+    if server.document_version(request.uri) != start_version:
+        raise documents.StaleDocument(f"{request.uri} changed while the edit was being written; run it again")
+    outcome["edit"] = edit
+    return outcome
+
+
+def test_file_for(path: Path, roots: list[Path]) -> str:
+    """Where new tests for a file go: the language's usual name beside it, never an existing file."""
+    stem, suffix = path.stem, path.suffix
+    names = (
+        [f"test_{stem}{suffix}", f"test_{stem}_more{suffix}"]
+        if suffix == ".py"
+        else [f"{stem}.test{suffix}", f"{stem}.more.test{suffix}"]
+    )
+    for name in names:
+        if not (path.parent / name).exists():
+            return documents.display_path(path.parent / name, roots)
+    return documents.display_path(path.parent / f"{stem}_generated_tests{suffix}", roots)
+
+
+class NoEdit(Exception):
+    """The model finished without an edit that applies."""

@@ -1,0 +1,172 @@
+"""Conversations and the turn loop: the model answers, calling tools until it is done.
+
+A conversation's messages are append-only and laid out stable-first (system prompt, document, turns),
+so every turn's prompt extends the previous one and the engine reuses its cached prefix. When the
+document changes between turns, the change is appended as a diff instead of rewriting the earlier copy.
+No LSP types here: the chat and code-action features translate.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import prompts
+from .edits import unified_diff
+from .engine import ChatRequest, Engine, Stats
+from .tools import ToolRunner
+
+EDIT_TOOLS = frozenset({"edit", "create_file"})
+
+log = logging.getLogger("llama_lsp.conversation")
+
+
+@dataclass
+class Conversation:
+    id: str
+    messages: list[dict[str, Any]] = field(default_factory=lambda: [prompts.system_message()])
+    document_path: str | None = None
+    snapshot: str | None = None  # the document as the model last saw it
+
+    def show_document(self, path: str, text: str) -> None:
+        """Makes sure the model has seen the current text: the whole file once, then diffs."""
+        if self.snapshot is None or self.document_path != path:
+            self.messages.append(prompts.document_message(path, text))
+        elif text != self.snapshot:
+            diff = unified_diff(path, self.snapshot, text)
+            if len(diff) < len(text):
+                self.messages.append(
+                    {"role": "user", "content": f"The file `{path}` changed:\n```diff\n{diff}```"}
+                )
+            else:
+                self.messages.append(prompts.document_message(path, text))
+        self.document_path, self.snapshot = path, text
+
+
+class ConversationStore:
+    """The server's conversations, least recently used dropped first."""
+
+    def __init__(self, limit: int = 64):
+        self._conversations: OrderedDict[str, Conversation] = OrderedDict()
+        self._limit = limit
+
+    def get_or_create(self, conversation_id: str | None) -> Conversation:
+        if conversation_id is not None and conversation_id in self._conversations:
+            self._conversations.move_to_end(conversation_id)
+            return self._conversations[conversation_id]
+        conversation = Conversation(id=conversation_id or uuid.uuid4().hex)
+        self._conversations[conversation.id] = conversation
+        while len(self._conversations) > self._limit:
+            self._conversations.popitem(last=False)
+        return conversation
+
+    def __contains__(self, conversation_id: str) -> bool:
+        return conversation_id in self._conversations
+
+
+@dataclass
+class ToolCallRecord:
+    name: str
+    arguments: Any
+    result: str
+
+
+@dataclass
+class TurnResult:
+    content: str
+    finish_reason: str
+    tool_calls: list[ToolCallRecord]
+    first_stats: Stats  # the turn's first request: how much of its prompt the cache held
+    n_evaluated: int = 0
+    n_generated: int = 0
+    t_prefill_ms: float = 0.0
+    t_decode_ms: float = 0.0
+    steps: int = 0
+
+
+@dataclass(frozen=True)
+class TurnOptions:
+    max_tool_steps: int = 6
+    max_tokens: int = 1024
+    temperature: float = 0.0
+    tool_names: tuple[str, ...] = (
+        "read_file",
+        "list_files",
+        "search",
+        "get_diagnostics",
+        "edit",
+        "create_file",
+    )
+    want_edit: bool = False  # force tool calls until an edit is proposed
+    edit_tools: tuple[str, ...] = ("edit",)  # what a forced call may be, when an edit is wanted
+
+
+async def run_turn(
+    engine: Engine,
+    conversation: Conversation,
+    runner: ToolRunner,
+    options: TurnOptions,
+    on_piece: Callable[[str], None] | None = None,
+) -> TurnResult:
+    """Runs the model on the conversation, executing its tool calls, until it answers or runs out of steps."""
+    # Every tool is declared on every request, even when unused, so the prompt's prefix never changes.
+    tools = runner.schemas_for(options.tool_names)
+    records: list[ToolCallRecord] = []
+    result: TurnResult | None = None
+    for step in range(options.max_tool_steps):
+        last_step = step == options.max_tool_steps - 1
+        choice = "required" if options.want_edit else ("none" if last_step else "auto")
+        answer = await engine.generate(
+            ChatRequest(
+                messages=list(conversation.messages),
+                tools=tools,
+                tool_choice=choice,
+                allowed_tools=list(options.edit_tools) if options.want_edit else None,
+                max_tokens=options.max_tokens,
+                temperature=options.temperature,
+                slot=conversation.id,
+            ),
+            on_piece,
+        )
+        if result is None:
+            result = TurnResult("", answer.finish_reason, records, answer.stats)
+        result.steps += 1
+        result.n_evaluated += answer.stats.n_evaluated
+        result.n_generated += answer.stats.n_generated
+        result.t_prefill_ms += answer.stats.t_prefill_ms
+        result.t_decode_ms += answer.stats.t_decode_ms
+        result.finish_reason = answer.finish_reason
+        if not answer.tool_calls or answer.finish_reason in ("cancelled", "error"):
+            result.content = answer.content
+            conversation.messages.append({"role": "assistant", "content": answer.content})
+            break
+        call = answer.tool_calls[0]
+        outcome = runner.run(call.name, call.arguments)
+        log.info("tool %s(%s) -> %s", call.name, json.dumps(call.arguments)[:2000], outcome[:300])
+        records.append(ToolCallRecord(call.name, call.arguments, outcome))
+        conversation.messages.append(
+            {
+                "role": "assistant",
+                "content": answer.content,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                    }
+                ],
+            }
+        )
+        conversation.messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome})
+        if call.name in EDIT_TOOLS and not outcome.startswith("Error"):
+            # An edit is a proposal the user reviews: stop here rather than let the model pile more on.
+            result.content = answer.content
+            result.finish_reason = "tool_calls"
+            break
+    assert result is not None  # max_tool_steps >= 1
+    return result

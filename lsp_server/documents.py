@@ -1,0 +1,128 @@
+"""Documents as the editor sees them: paths, versions, positions, and proposed edits as WorkspaceEdits.
+
+This is where plain edits (lsp_server.tools.ProposedEdit) become LSP types. Each file's edits are
+turned into one TextEdit covering the changed region between the editor's current text and the text
+after every proposed edit, tagged with the version of the document they were computed against.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.uris import from_fs_path, to_fs_path
+from pygls.workspace import TextDocument, Workspace
+
+from .tools import ProposedEdit, ToolRunner
+
+
+class StaleDocument(Exception):
+    """The document changed after the edit was computed: the edit must not be applied."""
+
+
+def uri_to_path(uri: str) -> Path | None:
+    path = to_fs_path(uri)
+    return Path(path) if path else None
+
+
+def workspace_roots(workspace: Workspace) -> list[Path]:
+    roots = [uri_to_path(folder.uri) for folder in workspace.folders.values()]
+    if not roots and workspace.root_uri:
+        roots = [uri_to_path(workspace.root_uri)]
+    return [root for root in roots if root is not None]
+
+
+def display_path(path: Path, roots: list[Path]) -> str:
+    for root in roots:
+        if path.is_relative_to(root):
+            return path.relative_to(root).as_posix()
+    return path.name
+
+
+def open_document(workspace: Workspace, path: Path) -> TextDocument | None:
+    uri = from_fs_path(str(path))
+    if uri is None:
+        return None
+    return workspace.text_documents.get(uri)
+
+
+def open_text(workspace: Workspace, path: Path) -> str | None:
+    document = open_document(workspace, path)
+    return document.source if document is not None else None
+
+
+def selection_text(document: TextDocument, selection: types.Range) -> str:
+    return document.text_in_client_range(selection)
+
+
+def changed_region(before: str, after: str) -> tuple[int, int, str]:
+    """The smallest (start, end, replacement) that turns before into after."""
+    start = 0
+    limit = min(len(before), len(after))
+    while start < limit and before[start] == after[start]:
+        start += 1
+    end_before, end_after = len(before), len(after)
+    while end_before > start and end_after > start and before[end_before - 1] == after[end_after - 1]:
+        end_before -= 1
+        end_after -= 1
+    return start, end_before, after[start:end_after]
+
+
+def workspace_edit(workspace: Workspace, runner: ToolRunner) -> types.WorkspaceEdit | None:
+    """The runner's proposed edits as versioned TextDocumentEdits (and CreateFiles), or None."""
+    changes: list[types.TextDocumentEdit | types.CreateFile] = []
+    seen: set[Path] = set()
+    for proposed in runner.edits:
+        if proposed.path in seen:
+            continue
+        seen.add(proposed.path)
+        changes.extend(_file_changes(workspace, runner, proposed))
+    return types.WorkspaceEdit(document_changes=changes) if changes else None
+
+
+def _file_changes(
+    workspace: Workspace, runner: ToolRunner, proposed: ProposedEdit
+) -> list[types.TextDocumentEdit | types.CreateFile]:
+    uri = from_fs_path(str(proposed.path)) or proposed.path.as_uri()
+    after = runner.text_after_edits(proposed.path)
+    if proposed.old_text is None:  # a new file
+        return [
+            types.CreateFile(
+                uri=uri, options=types.CreateFileOptions(overwrite=False, ignore_if_exists=False)
+            ),
+            types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None),
+                edits=[
+                    types.TextEdit(
+                        range=types.Range(types.Position(0, 0), types.Position(0, 0)), new_text=after
+                    )
+                ],
+            ),
+        ]
+    document = open_document(workspace, proposed.path)
+    if document is None:  # not open: the edit is computed against the disk, which has no version
+        document = TextDocument(uri, source=proposed.path.read_text(encoding="utf-8"))
+    before = document.source
+    start, end, replacement = changed_region(before, after)
+    edit_range = types.Range(
+        document.client_position_at_offset(start), document.client_position_at_offset(end)
+    )
+    return [
+        types.TextDocumentEdit(
+            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=document.version),
+            edits=[types.TextEdit(range=edit_range, new_text=replacement)],
+        )
+    ]
+
+
+def check_versions(workspace: Workspace, edit: types.WorkspaceEdit) -> None:
+    """Raises StaleDocument if any edited document moved on since the edit was computed."""
+    for change in edit.document_changes or []:
+        if not isinstance(change, types.TextDocumentEdit) or change.text_document.version is None:
+            continue
+        current = workspace.text_documents.get(change.text_document.uri)
+        if current is None or current.version != change.text_document.version:
+            raise StaleDocument(
+                f"{change.text_document.uri} changed (version {change.text_document.version} -> "
+                f"{current.version if current else 'closed'}) while the edit was being written; run it again"
+            )

@@ -1,0 +1,180 @@
+"""llama-lsp's own LSP methods, commands and payloads, declared once (docs/protocol.md documents them).
+
+Params of custom methods arrive as plain JSON; the parsers here validate them and raise ParamsError with
+a message that says what is wrong, which the server answers as InvalidParams.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+CHAT = "assistant/chat"
+STATS = "assistant/stats"
+STATUS = "assistant/status"  # notification, server -> client
+
+# workspace/executeCommand equivalents of the code actions, for clients without codeAction/resolve
+COMMAND_CODE_ACTION = "llamaLsp.codeAction"  # args: [{uri, range, kind}]
+COMMAND_SHOW_ANSWER = "llamaLsp.showAnswer"  # args: [{conversationId, title, content}] (client-side)
+
+ACTION_KINDS = ("explain", "fix", "document", "refactor", "tests")
+
+# Status notification states
+LOADING, READY, BUSY, ERROR = "loading", "ready", "busy", "error"
+
+MAX_MESSAGE_CHARS = 100_000
+
+
+class ParamsError(ValueError):
+    """Params that do not match the protocol; the message is shown to the client."""
+
+
+@dataclass(frozen=True)
+class Position:
+    line: int
+    character: int
+
+
+@dataclass(frozen=True)
+class Range:
+    start: Position
+    end: Position
+
+
+@dataclass(frozen=True)
+class ChatParams:
+    message: str
+    uri: str | None = None
+    range: Range | None = None
+    conversation_id: str | None = None
+    partial_result_token: int | str | None = None
+    work_done_token: int | str | None = None
+
+
+@dataclass(frozen=True)
+class CodeActionRequest:
+    """What a lazy code action (or its command) carries until it is resolved."""
+
+    uri: str
+    range: Range
+    kind: str
+    version: int | None = None
+    diagnostics: tuple[dict[str, Any], ...] = ()
+
+
+def to_plain(value: Any) -> Any:
+    """pygls hands custom params over as namedtuples: turn them back into JSON-like values."""
+    if hasattr(value, "_asdict"):
+        return {k: to_plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: to_plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_plain(v) for v in value]
+    return value
+
+
+def _object(value: Any, what: str) -> dict[str, Any]:
+    value = to_plain(value)
+    if not isinstance(value, dict):
+        raise ParamsError(f"{what} must be an object")
+    return value
+
+
+def _int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ParamsError(f"{what} must be a non-negative integer")
+    return value
+
+
+def _token(value: Any, what: str) -> int | str | None:
+    if value is None or (isinstance(value, int | str) and not isinstance(value, bool)):
+        return value
+    raise ParamsError(f"{what} must be a string or an integer")
+
+
+def parse_position(value: Any, what: str) -> Position:
+    obj = _object(value, what)
+    return Position(_int(obj.get("line"), f"{what}.line"), _int(obj.get("character"), f"{what}.character"))
+
+
+def parse_range(value: Any, what: str = "range") -> Range:
+    obj = _object(value, what)
+    start, end = (
+        parse_position(obj.get("start"), f"{what}.start"),
+        parse_position(obj.get("end"), f"{what}.end"),
+    )
+    if (end.line, end.character) < (start.line, start.character):
+        raise ParamsError(f"{what} ends before it starts")
+    return Range(start, end)
+
+
+def parse_uri(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ParamsError(f"{what} must be a non-empty string")
+    return value
+
+
+def parse_chat_params(raw: Any) -> ChatParams:
+    params = _object(raw, "params")
+    message = params.get("message")
+    if not isinstance(message, str) or not message.strip():
+        raise ParamsError("message must be a non-empty string")
+    if len(message) > MAX_MESSAGE_CHARS:
+        raise ParamsError(f"message is longer than {MAX_MESSAGE_CHARS} characters")
+    uri = None
+    if params.get("textDocument") is not None:
+        uri = parse_uri(_object(params["textDocument"], "textDocument").get("uri"), "textDocument.uri")
+    range_ = parse_range(params["range"]) if params.get("range") is not None else None
+    if range_ is not None and uri is None:
+        raise ParamsError("range needs a textDocument")
+    conversation_id = params.get("conversationId")
+    if conversation_id is not None and (not isinstance(conversation_id, str) or not conversation_id):
+        raise ParamsError("conversationId must be a non-empty string")
+    return ChatParams(
+        message=message,
+        uri=uri,
+        range=range_,
+        conversation_id=conversation_id,
+        partial_result_token=_token(params.get("partialResultToken"), "partialResultToken"),
+        work_done_token=_token(params.get("workDoneToken"), "workDoneToken"),
+    )
+
+
+def parse_code_action_request(raw: Any) -> CodeActionRequest:
+    data = _object(raw, "arguments")
+    kind = data.get("kind")
+    if kind not in ACTION_KINDS:
+        raise ParamsError(f"kind must be one of {', '.join(ACTION_KINDS)}")
+    version = data.get("version")
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+        raise ParamsError("version must be an integer")
+    diagnostics = data.get("diagnostics") or []
+    if not isinstance(diagnostics, list):
+        raise ParamsError("diagnostics must be a list")
+    return CodeActionRequest(
+        uri=parse_uri(data.get("uri"), "uri"),
+        range=parse_range(data.get("range")),
+        kind=kind,
+        version=version,
+        diagnostics=tuple(_object(d, "diagnostic") for d in diagnostics),
+    )
+
+
+def range_json(range_: Range) -> dict[str, Any]:
+    return {
+        "start": {"line": range_.start.line, "character": range_.start.character},
+        "end": {"line": range_.end.line, "character": range_.end.character},
+    }
+
+
+def stats_json(stats: Any) -> dict[str, Any]:
+    """Engine stats in the protocol's camelCase (the same counters, end to end)."""
+    return {
+        "nPrompt": stats.n_prompt,
+        "nReused": stats.n_reused,
+        "nEvaluated": stats.n_evaluated,
+        "nGenerated": stats.n_generated,
+        "tPrefillMs": round(stats.t_prefill_ms, 1),
+        "tFirstTokenMs": round(stats.t_first_token_ms, 1),
+        "tDecodeMs": round(stats.t_decode_ms, 1),
+    }

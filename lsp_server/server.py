@@ -1,0 +1,323 @@
+"""The language server: lifecycle, settings, status, and the one place where every handler is registered.
+
+Handlers stay thin: they validate params, wait for the model, and call a feature module (chat,
+code_actions). Every failure becomes an LSP error answer with a useful message; nothing a request does
+can take the server down. The model loads in the background after `initialized`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import default_converter
+
+from . import __version__, chat, code_actions, documents, models, native, protocol, settings
+from .conversation import ConversationStore, TurnResult
+from .engine import Engine, EngineConfig, model_cache_key
+from .tools import Diagnostic, Workspace
+
+log = logging.getLogger("llama_lsp.server")
+
+REQUEST_FAILED = -32803  # LSP's RequestFailed: the request was valid but could not be served
+
+T = TypeVar("T")
+
+
+def _plain_params_converter() -> Any:
+    """pygls's converter, except that custom methods' params stay plain JSON for protocol.py to check."""
+    converter = default_converter()
+    from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
+
+    converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**obj))
+    converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**obj))
+    return converter
+
+
+class AssistantServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("llama-lsp", __version__, converter_factory=_plain_params_converter)
+        self.settings = settings.Settings()
+        self.conversations = ConversationStore()
+        self.running_actions: dict[tuple[str, str], asyncio.Future[Any]] = {}
+        self.engine: Engine | None = None
+        self.load_task: asyncio.Task[Engine] | None = None
+        self.load_error: str | None = None
+        self.state = protocol.LOADING
+        self.n_busy = 0
+        self.totals = {"requests": 0, "nPrompt": 0, "nReused": 0, "nEvaluated": 0, "nGenerated": 0}
+        self.last_stats: dict[str, Any] | None = None
+
+    # ---- status ----------------------------------------------------------------------------------
+
+    def set_status(self, state: str, message: str | None = None) -> None:
+        self.state = state
+        payload: dict[str, Any] = {"state": state}
+        if message:
+            payload["message"] = message
+        if state == protocol.BUSY and self.engine is not None:
+            payload["queue"] = self.engine.queue_length
+        if self.last_stats is not None:
+            payload["lastStats"] = self.last_stats
+        self.protocol.notify(protocol.STATUS, payload)
+
+    @contextlib.contextmanager
+    def busy(self) -> Iterator[None]:
+        self.n_busy += 1
+        self.set_status(protocol.BUSY)
+        try:
+            yield
+        finally:
+            self.n_busy -= 1
+            if self.n_busy == 0 and self.state == protocol.BUSY:
+                self.set_status(protocol.READY)
+
+    def remember_stats(self, turn: TurnResult) -> None:
+        stats = turn.first_stats
+        self.totals["requests"] += 1
+        self.totals["nPrompt"] += stats.n_prompt
+        self.totals["nReused"] += stats.n_reused
+        self.totals["nEvaluated"] += turn.n_evaluated
+        self.totals["nGenerated"] += turn.n_generated
+        self.last_stats = protocol.stats_json(stats)
+
+    # ---- model -----------------------------------------------------------------------------------
+
+    def start_loading(self) -> None:
+        self.load_task = asyncio.ensure_future(self._load(self.settings))
+
+    async def _load(self, config: settings.Settings) -> Engine:
+        self.load_error = None
+        self.set_status(protocol.LOADING, f"loading {config.model}")
+        try:
+            model_path = models.resolve(config.model)
+        except models.ModelError as exc:
+            return self._fail_load(str(exc))
+        engine = Engine(
+            EngineConfig(
+                model_path=model_path,
+                n_ctx=config.context_size,
+                n_threads=config.threads,
+                n_slots=config.slots,
+                state_dir=config.cache_dir / "state" / model_cache_key(model_path),
+            )
+        )
+        token = f"llama-lsp-load-{id(engine)}"
+        progress = await self._begin_progress(token, f"Loading {config.model}")
+        try:
+            info = await engine.ready()
+        except native.NativeError as exc:
+            engine.close()
+            return self._fail_load(f"could not load {model_path}: {exc}")
+        finally:
+            if progress:
+                self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+        self.engine = engine
+        log.info("model ready: %s (%.1f s)", info.get("model_desc"), info.get("t_load_ms", 0) / 1000)
+        self.set_status(protocol.READY, f"{config.model} ready")
+        return engine
+
+    def _fail_load(self, message: str) -> Engine:
+        self.load_error = message
+        self.set_status(protocol.ERROR, message)
+        self.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Error, message=f"llama-lsp: {message}")
+        )
+        raise ModelUnavailable(message)
+
+    async def _begin_progress(self, token: str, title: str) -> bool:
+        window = self.client_capabilities.window
+        if window is None or not window.work_done_progress:
+            return False
+        try:
+            await self.work_done_progress.create_async(token)
+        except Exception as exc:  # a client may refuse; loading goes on without a progress bar
+            log.debug("no work-done progress: %s", exc)
+            return False
+        self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=False))
+        return True
+
+    async def ready_engine(self) -> Engine:
+        """The loaded engine; waits while it loads; raises a clear error if it cannot load."""
+        if self.load_task is None:
+            self.start_loading()
+        assert self.load_task is not None
+        try:
+            return await asyncio.shield(self.load_task)
+        except ModelUnavailable as exc:
+            raise JsonRpcException(f"llama-lsp: {exc}", code=REQUEST_FAILED) from None
+
+    async def apply_settings(self, raw: Any) -> None:
+        new, warnings = settings.merge(self.settings, raw)
+        for warning in warnings:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
+        reload = new.engine_fields() != self.settings.engine_fields()
+        self.settings = new
+        if reload and self.load_task is not None:
+            await self.close_engine()
+            self.start_loading()
+
+    async def close_engine(self) -> None:
+        if self.load_task is not None and not self.load_task.done():
+            with contextlib.suppress(Exception):
+                await self.load_task
+        engine, self.engine, self.load_task = self.engine, None, None
+        if engine is not None:
+            await asyncio.to_thread(engine.close)  # saves slot state; joins the worker
+
+    # ---- documents -------------------------------------------------------------------------------
+
+    def roots(self) -> list[Path]:
+        return documents.workspace_roots(self.workspace)
+
+    def document_version(self, uri: str) -> int | None:
+        document = self.workspace.text_documents.get(uri)
+        return document.version if document is not None else None
+
+    def tool_workspace(
+        self, diagnostics: tuple[dict[str, Any], ...] = (), uri: str | None = None
+    ) -> Workspace:
+        """The tools' view of the workspace; diagnostics are those the client sent with the request."""
+        known = [d for d in (_diagnostic(raw, uri) for raw in diagnostics) if d is not None]
+
+        def diagnostics_for(path: Path | None) -> list[Diagnostic]:
+            return [d for d in known if path is None or d.path == path]
+
+        return Workspace(
+            self.roots(),
+            open_text=lambda p: documents.open_text(self.workspace, p),
+            diagnostics=diagnostics_for,
+        )
+
+
+class ModelUnavailable(Exception):
+    """The model could not be loaded; the message names the fix."""
+
+
+def _diagnostic(raw: dict[str, Any], uri: str | None) -> Diagnostic | None:
+    path = documents.uri_to_path(uri) if uri else None
+    start = raw.get("range", {}).get("start", {})
+    severity = {1: "error", 2: "warning", 3: "information", 4: "hint"}.get(raw.get("severity") or 1, "error")
+    if path is None:
+        return None
+    return Diagnostic(
+        path=path,
+        line=int(start.get("line", 0)) + 1,
+        column=int(start.get("character", 0)) + 1,
+        severity=severity,
+        message=str(raw.get("message", "")),
+        source=raw.get("source"),
+    )
+
+
+def _lsp_errors(handler: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    """Turns the features' exceptions into LSP error answers with messages a user can act on."""
+
+    @functools.wraps(handler)
+    async def wrapper(*args: Any) -> T:
+        try:
+            return await handler(*args)
+        except protocol.ParamsError as exc:
+            raise JsonRpcInvalidParams(str(exc)) from None
+        except documents.StaleDocument as exc:
+            raise JsonRpcContentModified(str(exc)) from None
+        except (code_actions.NoEdit, native.NativeError) as exc:
+            raise JsonRpcException(f"llama-lsp: {exc}", code=REQUEST_FAILED) from None
+        except (JsonRpcException, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            log.exception("%s failed", handler.__name__)
+            raise JsonRpcException(f"llama-lsp internal error: {exc}", code=REQUEST_FAILED) from None
+
+    return wrapper
+
+
+def create_server() -> AssistantServer:
+    server = AssistantServer()
+
+    @server.feature(types.INITIALIZE)
+    def on_initialize(ls: AssistantServer, params: types.InitializeParams) -> None:
+        raw = params.initialization_options
+        ls.settings, warnings = settings.merge(ls.settings, raw if isinstance(raw, dict) else None)
+        for warning in warnings:
+            log.warning("%s", warning)
+
+    @server.feature(types.INITIALIZED)
+    async def on_initialized(ls: AssistantServer, _params: types.InitializedParams) -> None:
+        workspace = ls.client_capabilities.workspace
+        if workspace is not None and workspace.configuration:
+            try:
+                section = await ls.workspace_configuration_async(
+                    types.ConfigurationParams(items=[types.ConfigurationItem(section=settings.SECTION)])
+                )
+                ls.settings, warnings = settings.merge(ls.settings, section[0] if section else None)
+                for warning in warnings:
+                    ls.window_show_message(
+                        types.ShowMessageParams(type=types.MessageType.Warning, message=warning)
+                    )
+            except Exception as exc:
+                log.warning("could not read the %s configuration: %s", settings.SECTION, exc)
+        ls.start_loading()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def on_configuration(ls: AssistantServer, params: types.DidChangeConfigurationParams) -> None:
+        raw = params.settings
+        if isinstance(raw, dict) and settings.SECTION in raw:
+            raw = raw[settings.SECTION]
+        await ls.apply_settings(raw if isinstance(raw, dict) else None)
+
+    @server.feature(types.SHUTDOWN)
+    async def on_shutdown(ls: AssistantServer, _params: None) -> None:
+        await ls.close_engine()
+
+    @server.feature(protocol.CHAT)
+    @_lsp_errors
+    async def on_chat(ls: AssistantServer, params: Any) -> dict[str, Any]:
+        return await chat.chat(ls, protocol.parse_chat_params(params))
+
+    @server.feature(protocol.STATS)
+    @_lsp_errors
+    async def on_stats(ls: AssistantServer, _params: Any) -> dict[str, Any]:
+        info = await ls.engine.info() if ls.engine is not None else None
+        hit_rate = ls.totals["nReused"] / ls.totals["nPrompt"] if ls.totals["nPrompt"] else 0.0
+        return {
+            "state": ls.state,
+            "model": ls.settings.model,
+            "error": ls.load_error,
+            "engine": info,
+            "totals": {**ls.totals, "cacheHitRate": round(hit_rate, 4)},
+            "lastStats": ls.last_stats,
+        }
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=sorted(set(code_actions.LSP_KINDS.values())), resolve_provider=True
+        ),
+    )
+    def on_code_action(ls: AssistantServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        return code_actions.list_actions(ls, params)
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    @_lsp_errors
+    async def on_code_action_resolve(ls: AssistantServer, action: types.CodeAction) -> types.CodeAction:
+        return await code_actions.resolve_action(ls, action)
+
+    @server.command(protocol.COMMAND_CODE_ACTION)
+    @_lsp_errors
+    async def on_code_action_command(ls: AssistantServer, *args: Any) -> dict[str, Any]:
+        if len(args) != 1:
+            raise protocol.ParamsError(
+                f"{protocol.COMMAND_CODE_ACTION} takes one argument: {{uri, range, kind}}"
+            )
+        return await code_actions.execute_action(ls, args[0])
+
+    return server

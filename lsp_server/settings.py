@@ -1,0 +1,94 @@
+"""The server's settings: from initializationOptions and the `llamaLsp` configuration section.
+
+Keys are camelCase on the wire. A bad value falls back to its default with a warning the client sees,
+instead of failing the whole start.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import models
+
+SECTION = "llamaLsp"
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str = models.DEFAULT_MODEL
+    context_size: int = 8192
+    threads: int = 0  # 0: the engine's default for a busy machine
+    slots: int = 4
+    cache_dir: Path = dataclasses.field(default_factory=models.cache_root)
+    max_tool_steps: int = 6
+    temperature: float = 0.0
+    max_tokens: int = 1024
+
+    def engine_fields(self) -> tuple[Any, ...]:
+        """What reloading the model depends on."""
+        return (self.model, self.context_size, self.threads, self.slots, self.cache_dir)
+
+
+_WIRE_NAMES = {
+    "model": "model",
+    "contextSize": "context_size",
+    "threads": "threads",
+    "slots": "slots",
+    "cacheDir": "cache_dir",
+    "maxToolSteps": "max_tool_steps",
+    "temperature": "temperature",
+    "maxTokens": "max_tokens",
+}
+
+_LIMITS: dict[str, tuple[float, float]] = {
+    "context_size": (256, 131072),
+    "threads": (0, 256),
+    "slots": (1, 32),
+    "max_tool_steps": (1, 32),
+    "temperature": (0.0, 2.0),
+    "max_tokens": (1, 32768),
+}
+
+
+def merge(base: Settings, raw: Any) -> tuple[Settings, list[str]]:
+    """Applies the client's values over base; returns the new settings and warnings about bad values."""
+    if raw is None:
+        return base, []
+    if not isinstance(raw, dict):
+        return base, [f"llama-lsp settings must be an object, not {type(raw).__name__}; using defaults"]
+    changes: dict[str, Any] = {}
+    warnings: list[str] = []
+    for wire, value in raw.items():
+        name = _WIRE_NAMES.get(wire)
+        if name is None or value is None:
+            continue
+        default = getattr(base, name)
+        try:
+            changes[name] = _convert(name, value, default)
+        except (TypeError, ValueError) as exc:
+            warnings.append(f"llama-lsp setting {wire}={value!r} ignored: {exc}")
+    return dataclasses.replace(base, **changes), warnings
+
+
+def _convert(name: str, value: Any, default: Any) -> Any:
+    if isinstance(default, Path):
+        if not isinstance(value, str) or not value:
+            raise ValueError("expected a path")
+        return Path(value).expanduser()
+    if isinstance(default, str):
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError("expected a non-empty string")
+        return value.strip()
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError("expected a number")
+    low, high = _LIMITS[name]
+    if not low <= value <= high:
+        raise ValueError(f"expected {low} to {high}")
+    if isinstance(default, int):
+        if value != int(value):
+            raise ValueError("expected a whole number")
+        return int(value)
+    return float(value)

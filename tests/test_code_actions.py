@@ -1,0 +1,156 @@
+"""Code actions over stdio on the real test model: lazy listing, resolve into edits, the command path."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+
+from lsp_server import protocol
+
+from .lsp_client import AssistantClient, apply_text_edits, open_document
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+SERVER_OPTIONS = {
+    "model": "qwen2.5-coder-0.5b",
+    "contextSize": 4096,
+    "slots": 3,
+    "maxTokens": 400,
+    "maxToolSteps": 4,
+}
+
+DISCOUNT_LINES = types.Range(types.Position(17, 0), types.Position(20, 0))  # def apply_discount ... return
+
+
+async def list_actions(
+    client: AssistantClient,
+    uri: str,
+    selection: types.Range,
+    diagnostics: list[types.Diagnostic] | None = None,
+) -> list[types.CodeAction]:
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=selection,
+            context=types.CodeActionContext(diagnostics=diagnostics or []),
+        )
+    )
+    return [a for a in actions or [] if isinstance(a, types.CodeAction)]
+
+
+def edited_texts(client: AssistantClient, edit: types.WorkspaceEdit, workspace: Path) -> dict[Path, str]:
+    """Applies a WorkspaceEdit in memory, the way an editor would."""
+    texts: dict[Path, str] = {}
+    for change in client.protocol._converter.unstructure(edit)["documentChanges"]:
+        if change.get("kind") == "create":
+            texts[Path(change["uri"][len("file://") :])] = ""
+            continue
+        path = Path(change["textDocument"]["uri"][len("file://") :])
+        before = texts.get(path, path.read_text() if path.exists() else "")
+        texts[path] = apply_text_edits(before, change["edits"])
+    assert all(path.is_relative_to(workspace) for path in texts)
+    return texts
+
+
+async def test_actions_are_listed_at_once_without_edits(client: AssistantClient, workspace: Path):
+    uri = open_document(client, workspace / "inventory.py")
+    kinds = {a.data["kind"] for a in await list_actions(client, uri, DISCOUNT_LINES)}
+    assert kinds == {"explain", "document", "refactor", "tests"}
+    diagnostic = types.Diagnostic(range=DISCOUNT_LINES, message="wrong result")
+    with_problem = await list_actions(client, uri, DISCOUNT_LINES, [diagnostic])
+    fix = next(a for a in with_problem if a.data["kind"] == "fix")
+    assert fix.kind == types.CodeActionKind.QuickFix and fix.edit is None
+
+
+@pytest.mark.parametrize("kind", ["document", "refactor", "tests"])
+async def test_each_code_action_gives_an_edit_that_applies_and_parses(
+    client: AssistantClient, workspace: Path, kind
+):
+    uri = (workspace / "inventory.py").as_uri()
+    action = next(a for a in await list_actions(client, uri, DISCOUNT_LINES) if a.data["kind"] == kind)
+    resolved = await client.code_action_resolve_async(action)
+    assert resolved.edit is not None
+    for change in resolved.edit.document_changes or []:
+        if isinstance(change, types.TextDocumentEdit) and change.text_document.uri == uri:
+            assert change.text_document.version == 1  # the version the edit was computed against
+    texts = edited_texts(client, resolved.edit, workspace)
+    assert texts
+    for path, text in texts.items():
+        assert path.suffix != ".py" or ast.parse(text)
+
+
+async def test_fix_makes_the_failing_test_pass(client: AssistantClient, workspace: Path):
+    failing = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_inventory.py"],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+    )
+    assert failing.returncode == 1
+    assert "assert -900.0 == 90.0" in failing.stdout
+    uri = (workspace / "inventory.py").as_uri()
+    diagnostic = types.Diagnostic(
+        range=DISCOUNT_LINES,
+        message="test_apply_discount failed: apply_discount(100.0, 10) returned -900.0, expected 90.0 "
+        "(percent is 0-100)",
+        severity=types.DiagnosticSeverity.Error,
+        source="pytest",
+    )
+    action = next(
+        a for a in await list_actions(client, uri, DISCOUNT_LINES, [diagnostic]) if a.data["kind"] == "fix"
+    )
+    resolved = await client.code_action_resolve_async(action)
+    project = workspace.parent / "fixed-project"
+    project.mkdir(exist_ok=True)
+    for name in ("inventory.py", "test_inventory.py"):
+        (project / name).write_text((workspace / name).read_text())
+    for path, text in edited_texts(client, resolved.edit, workspace).items():
+        (project / path.name).write_text(text)
+    passing = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_inventory.py"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
+    assert passing.returncode == 0, passing.stdout + (project / "inventory.py").read_text()
+
+
+async def test_explain_answers_through_a_command_and_the_conversation_continues(
+    client: AssistantClient, workspace: Path
+):
+    uri = (workspace / "inventory.py").as_uri()
+    action = next(a for a in await list_actions(client, uri, DISCOUNT_LINES) if a.data["kind"] == "explain")
+    resolved = await client.code_action_resolve_async(action)
+    assert resolved.edit is None
+    assert resolved.command is not None and resolved.command.command == protocol.COMMAND_SHOW_ANSWER
+    answer: dict[str, Any] = resolved.command.arguments[0]
+    assert answer["content"].strip()
+    follow_up = await client.request(
+        protocol.CHAT, {"message": "Now in one word?", "conversationId": answer["conversationId"]}
+    )
+    assert follow_up["conversationId"] == answer["conversationId"]
+    assert follow_up["stats"]["nReused"] >= 0.8 * follow_up["stats"]["nPrompt"]
+
+
+async def test_execute_command_applies_its_edit_through_apply_edit(client: AssistantClient, workspace: Path):
+    uri = (workspace / "inventory.py").as_uri()
+    before = (workspace / "inventory.py").read_text()
+    arguments = {
+        "uri": uri,
+        "kind": "document",
+        "version": 1,
+        "range": client.protocol._converter.unstructure(DISCOUNT_LINES),
+    }
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=protocol.COMMAND_CODE_ACTION, arguments=[arguments])
+    )
+    assert result["applied"] is True
+    assert len(client.applied_edits) == 1
+    assert client.applied_edits[0].label == "Llama: Document"
+    assert (workspace / "inventory.py").read_text() == before  # the server never writes files itself

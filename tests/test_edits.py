@@ -1,0 +1,68 @@
+"""Text replacements: exact matching, clear refusals, and keeping the indentation of the place replaced."""
+
+from __future__ import annotations
+
+import pytest
+
+from lsp_server.edits import (
+    EditError,
+    apply_replacement,
+    apply_replacement_keeping_omitted,
+    apply_replacement_reindented,
+    unified_diff,
+)
+
+SOURCE = "def f(x):\n    if x:\n        return 1\n    return 2\n"
+
+
+def test_replacement_needs_one_exact_occurrence():
+    assert apply_replacement(SOURCE, "return 2", "return 3").endswith("    return 3\n")
+    with pytest.raises(EditError, match="does not occur"):
+        apply_replacement(SOURCE, "return 9", "x")
+    with pytest.raises(EditError, match="2 times"):
+        apply_replacement(SOURCE, "return", "x")
+    with pytest.raises(EditError, match="empty"):
+        apply_replacement(SOURCE, "", "x")
+
+
+def test_an_indented_new_text_for_an_unindented_quote_keeps_the_place_indentation():
+    after = apply_replacement_reindented(SOURCE, "return 1", "        return 10")
+    assert after == "def f(x):\n    if x:\n        return 10\n    return 2\n"
+
+
+def test_an_unindented_block_is_indented_like_the_block_it_replaces():
+    after = apply_replacement_reindented(SOURCE, "    if x:\n        return 1", "if x is None:\n    return 0")
+    assert after == "def f(x):\n    if x is None:\n        return 0\n    return 2\n"
+    compile(after, "f.py", "exec")
+
+
+def test_a_mid_line_match_is_replaced_as_is():
+    assert apply_replacement_reindented(SOURCE, "x:", "y:") == SOURCE.replace("if x:", "if y:")
+
+
+def test_unified_diff_names_both_sides():
+    diff = unified_diff("f.py", SOURCE, SOURCE.replace("2", "3"))
+    assert diff.startswith("--- a/f.py\n+++ b/f.py\n") and "-    return 2\n+    return 3\n" in diff
+
+
+def test_a_missing_quote_is_answered_with_the_closest_text_to_copy():
+    with pytest.raises(EditError) as error:
+        apply_replacement(SOURCE, "def f(x):\n    if x:\n        return 1\n    return 3", "x")
+    assert "def f(x):\n    if x:\n        return 1\n    return 2" in str(error.value)
+
+
+def test_lines_left_out_of_the_quote_are_kept():
+    source = 'def f(x):\n    """Doc."""\n    return x\n\nprint(f(1))\n'
+    after = apply_replacement_keeping_omitted(
+        source, "def f(x):\n    return x", "def f(x):\n    return x + 1"
+    )
+    assert after == 'def f(x):\n    """Doc."""\n    return x + 1\n\nprint(f(1))\n'
+
+
+def test_a_quote_that_does_not_follow_the_file_is_not_forced():
+    source = "a = 1\nb = 2\nc = 3\nd = 4\ne = 5\nf = 6\ng = 7\n"
+    assert apply_replacement_keeping_omitted(source, "a = 1\ng = 7", "x = 0") is None  # 5 lines left out
+    assert apply_replacement_keeping_omitted(source, "a = 1\nz = 9", "x = 0") is None
+    assert (
+        apply_replacement_keeping_omitted(source + "a = 1\n", "a = 1\nb = 2", "x") is None
+    )  # start not unique

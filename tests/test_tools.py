@@ -1,0 +1,439 @@
+"""The model's tools and their sandbox, on temporary workspaces; no model, no server."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from lsp_server.tools import (
+    TOOL_NAMES,
+    Diagnostic,
+    ProposedEdit,
+    ToolError,
+    ToolRunner,
+    Workspace,
+)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    (folder / "src").mkdir(parents=True)
+    (folder / "src" / "app.py").write_text("def main():\n    print('hello')\n\n\nmain()\n")
+    (folder / "src" / "util.py").write_text("def helper(x):\n    return x + 1\n")
+    (folder / "README.md").write_text("# Project\n\nSay hello.\n")
+    return folder.resolve()
+
+
+def runner_for(*roots: Path, **callbacks: object) -> ToolRunner:
+    return ToolRunner(Workspace(list(roots), **callbacks))  # type: ignore[arg-type]
+
+
+def snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        str(path): (path.read_bytes(), path.stat().st_mtime_ns)
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and not path.is_symlink()
+    }
+
+
+# read_file
+
+
+def test_read_file_shows_the_text_with_a_header(root: Path):
+    result = runner_for(root).run("read_file", {"path": "src/app.py"})
+    assert result.splitlines()[0] == "src/app.py (lines 1-5 of 5):"
+    assert "def main():\n    print('hello')\n" in result
+
+
+def test_read_file_reads_an_inclusive_line_range(root: Path):
+    result = runner_for(root).run("read_file", {"path": "src/app.py", "startLine": 2, "endLine": 2})
+    assert result == "src/app.py (lines 2-2 of 5):\n    print('hello')\n"
+
+
+def test_read_file_accepts_arguments_as_a_json_string_and_nulls_as_omitted(root: Path):
+    arguments = json.dumps({"path": "src/util.py", "startLine": None, "endLine": None})
+    result = runner_for(root).run("read_file", arguments)
+    assert result.startswith("src/util.py (lines 1-2 of 2):")
+
+
+def test_read_file_caps_long_files_and_says_how_to_read_on(root: Path):
+    (root / "long.txt").write_text("".join(f"line {n}\n" for n in range(1, 1001)))
+    runner = runner_for(root)
+    result = runner.run("read_file", {"path": "long.txt"})
+    assert result.startswith("long.txt (lines 1-400 of 1000):")
+    assert "line 400\n" in result and "line 401\n" not in result
+    assert "startLine=401" in result
+    assert runner.run("read_file", {"path": "long.txt", "startLine": 401}).startswith(
+        "long.txt (lines 401-800 of 1000):"
+    )
+
+
+def test_read_file_caps_the_bytes_it_shows(root: Path):
+    (root / "wide.txt").write_text(("x" * 999 + "\n") * 100)
+    result = runner_for(root).run("read_file", {"path": "wide.txt"})
+    assert result.startswith("wide.txt (lines 1-32 of 100):")
+    assert "startLine=33" in result
+
+
+def test_read_file_rejects_a_range_past_the_end_or_backwards(root: Path):
+    runner = runner_for(root)
+    assert runner.run("read_file", {"path": "src/app.py", "startLine": 9}).startswith("Error: startLine 9")
+    assert runner.run("read_file", {"path": "src/app.py", "startLine": 3, "endLine": 2}).startswith("Error:")
+    assert runner.run("read_file", {"path": "src/app.py", "startLine": 0}).startswith("Error:")
+
+
+def test_read_file_of_a_missing_file_or_a_directory_is_an_error(root: Path):
+    runner = runner_for(root)
+    assert "does not exist" in runner.run("read_file", {"path": "src/nope.py"})
+    assert "is a directory" in runner.run("read_file", {"path": "src"})
+
+
+def test_open_document_text_wins_over_the_disk(root: Path):
+    app = root / "src" / "app.py"
+
+    def open_text(path: Path) -> str | None:
+        return "unsaved text\n" if path == app else None
+
+    runner = runner_for(root, open_text=open_text)
+    assert runner.run("read_file", {"path": "src/app.py"}).endswith("\nunsaved text\n")
+    assert runner.run("search", {"pattern": "unsaved"}) == "src/app.py:1: unsaved text"
+    assert runner.run("search", {"pattern": "print"}) == "No matches for 'print'."
+
+
+# Sandbox
+
+
+def test_a_dotdot_escape_is_refused(root: Path):
+    (root.parent / "secret.txt").write_text("TOKEN")
+    runner = runner_for(root)
+    for path in ("../secret.txt", "src/../../secret.txt"):
+        result = runner.run("read_file", {"path": path})
+        assert result.startswith("Error:") and "outside the workspace" in result
+        assert "TOKEN" not in result
+
+
+def test_a_dotdot_that_stays_inside_is_allowed(root: Path):
+    result = runner_for(root).run("read_file", {"path": "src/../README.md"})
+    assert result.startswith("README.md (lines 1-3 of 3):")
+
+
+def test_an_absolute_path_outside_the_folders_is_refused(root: Path):
+    outside = root.parent / "elsewhere.txt"
+    outside.write_text("no")
+    result = runner_for(root).run("read_file", {"path": str(outside)})
+    assert result.startswith("Error:") and "outside the workspace" in result
+
+
+def test_an_absolute_path_inside_a_folder_is_allowed(root: Path):
+    result = runner_for(root).run("read_file", {"path": str(root / "src" / "util.py")})
+    assert result.startswith("src/util.py (lines 1-2 of 2):")
+
+
+def test_a_symlink_leading_outside_is_refused_and_not_listed(root: Path):
+    outside = root.parent / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret token\n")
+    (root / "link.txt").symlink_to(outside / "secret.txt")
+    (root / "linkdir").symlink_to(outside, target_is_directory=True)
+    runner = runner_for(root)
+    assert "outside the workspace" in runner.run("read_file", {"path": "link.txt"})
+    assert "outside the workspace" in runner.run("read_file", {"path": "linkdir/secret.txt"})
+    assert "outside the workspace" in runner.run("create_file", {"path": "linkdir/new.txt", "content": ""})
+    assert "link" not in runner.run("list_files", {})
+    assert runner.run("search", {"pattern": "secret"}) == "No matches for 'secret'."
+
+
+def test_a_symlink_inside_the_workspace_reads_its_target(root: Path):
+    (root / "alias.py").symlink_to(root / "src" / "util.py")
+    result = runner_for(root).run("read_file", {"path": "alias.py"})
+    assert result.startswith("src/util.py (lines 1-2 of 2):")
+
+
+def test_binary_files_are_refused(root: Path):
+    (root / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
+    (root / "latin1.txt").write_bytes("café\n".encode("latin-1"))
+    runner = runner_for(root)
+    assert "binary" in runner.run("read_file", {"path": "image.png"})
+    assert "binary" in runner.run("read_file", {"path": "latin1.txt"})
+    assert runner.run("search", {"pattern": "PNG|caf"}) == "No matches for 'PNG|caf'."
+
+
+def test_huge_files_are_refused(root: Path):
+    (root / "huge.txt").write_text("needle\n" + "x" * (600 * 1024))
+    runner = runner_for(root)
+    result = runner.run("read_file", {"path": "huge.txt"})
+    assert result.startswith("Error:") and "too large" in result
+    assert runner.run("search", {"pattern": "needle"}) == "No matches for 'needle'."
+
+
+def test_workspace_resolve_raises_tool_error_for_escapes(root: Path):
+    workspace = Workspace([root])
+    assert workspace.resolve("src/app.py") == root / "src" / "app.py"
+    with pytest.raises(ToolError):
+        workspace.resolve("../x")
+    with pytest.raises(ToolError):
+        workspace.resolve("")
+
+
+def test_paths_in_a_second_folder_are_shown_absolute_and_can_be_read_back(root: Path, tmp_path: Path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "lib.py").write_text("VALUE = 1\n")
+    runner = runner_for(root, other.resolve())
+    listed = runner.run("list_files", {"glob": "*.py"}).splitlines()
+    shown = (other.resolve() / "lib.py").as_posix()
+    assert listed == ["src/app.py", "src/util.py", shown]
+    assert runner.run("read_file", {"path": shown}).startswith(f"{shown} (lines 1-1 of 1):")
+
+
+# list_files
+
+
+def test_list_files_lists_relative_sorted_paths_skipping_tool_directories(root: Path):
+    for skipped in (".git", "node_modules", ".venv", "__pycache__", "build", "dist", ".cache"):
+        (root / skipped).mkdir()
+        (root / skipped / "x.py").write_text("x\n")
+    (root / ".gitignore").write_text("build/\n")
+    result = runner_for(root).run("list_files", {})
+    assert result.splitlines() == [".gitignore", "README.md", "src/app.py", "src/util.py"]
+
+
+def test_list_files_matches_globs_from_the_right_and_across_directories(root: Path):
+    (root / "src" / "deep" / "er").mkdir(parents=True)
+    (root / "src" / "deep" / "er" / "x.py").write_text("")
+    runner = runner_for(root)
+    assert runner.run("list_files", {"glob": "*.py"}).splitlines() == [
+        "src/app.py",
+        "src/deep/er/x.py",
+        "src/util.py",
+    ]
+    assert runner.run("list_files", {"glob": "src/*.py"}).splitlines() == ["src/app.py", "src/util.py"]
+    assert runner.run("list_files", {"glob": "src/**/*.py"}).splitlines() == [
+        "src/app.py",
+        "src/deep/er/x.py",
+        "src/util.py",
+    ]
+    assert runner.run("list_files", {"glob": "/*.md"}).splitlines() == ["README.md"]
+    assert runner.run("list_files", {"glob": "*.rs"}) == "No files match '*.rs'."
+
+
+def test_list_files_is_bounded(root: Path):
+    many = root / "many"
+    many.mkdir()
+    for n in range(250):
+        (many / f"f{n:03}.txt").write_text("")
+    lines = runner_for(root).run("list_files", {"glob": "many/*"}).splitlines()
+    assert len(lines) == 201
+    assert lines[0] == "many/f000.txt" and lines[199] == "many/f199.txt"
+    assert lines[200].startswith("... 50 more")
+
+
+# search
+
+
+def test_search_reports_path_line_and_text(root: Path):
+    result = runner_for(root).run("search", {"pattern": r"def \w+\("})
+    assert result.splitlines() == ["src/app.py:1: def main():", "src/util.py:1: def helper(x):"]
+
+
+def test_search_filters_by_glob(root: Path):
+    result = runner_for(root).run("search", {"pattern": "hello", "glob": "*.md"})
+    assert result == "README.md:3: Say hello."
+
+
+def test_an_invalid_regex_is_searched_as_literal_text(root: Path):
+    result = runner_for(root).run("search", {"pattern": "helper("})
+    assert result.splitlines() == [
+        "(not a valid regular expression, so searched as plain text)",
+        "src/util.py:1: def helper(x):",
+    ]
+
+
+def test_search_is_bounded_in_matches_and_line_length(root: Path):
+    (root / "big.txt").write_text(("needle " + "y" * 500 + "\n") * 80)
+    lines = runner_for(root).run("search", {"pattern": "needle"}).splitlines()
+    assert len(lines) == 51
+    assert lines[0].startswith("big.txt:1: needle yyy")
+    assert all(len(line) <= len("big.txt:50: ") + 203 for line in lines[:50])
+    assert lines[50].startswith("[stopped after 50 matches")
+
+
+# get_diagnostics
+
+
+def test_get_diagnostics_formats_what_the_callback_gives(root: Path):
+    app = root / "src" / "app.py"
+    asked: list[Path | None] = []
+
+    def diagnostics(path: Path | None) -> list[Diagnostic]:
+        asked.append(path)
+        return [
+            Diagnostic(app, 5, 1, "warning", "unused\nresult", None),
+            Diagnostic(app, 2, 5, "error", "undefined name 'x'", "pyflakes"),
+        ]
+
+    runner = runner_for(root, diagnostics=diagnostics)
+    assert runner.run("get_diagnostics", {"path": "src/app.py"}).splitlines() == [
+        "src/app.py:2:5: error: undefined name 'x' [pyflakes]",
+        "src/app.py:5:1: warning: unused result",
+    ]
+    runner.run("get_diagnostics", {})
+    assert asked == [app, None]
+
+
+def test_get_diagnostics_says_when_there_are_none_and_bounds_many(root: Path):
+    app = root / "src" / "app.py"
+    assert runner_for(root).run("get_diagnostics", {}) == "No diagnostics."
+    many = [Diagnostic(app, n, 1, "hint", "h") for n in range(1, 131)]
+    lines = runner_for(root, diagnostics=lambda path: many).run("get_diagnostics", {}).splitlines()
+    assert len(lines) == 101 and lines[-1].startswith("... 30 more")
+
+
+# edit and create_file
+
+
+def test_edit_is_proposed_not_written(root: Path):
+    before = snapshot(root)
+    runner = runner_for(root)
+    result = runner.run("edit", {"path": "src/util.py", "old_text": "x + 1", "new_text": "x + 2"})
+    assert "Proposed an edit to src/util.py at line 2" in result and "review" in result
+    assert runner.edits == [ProposedEdit(root / "src" / "util.py", "x + 1", "x + 2")]
+    assert runner.edits[0].kind == "replace"
+    assert snapshot(root) == before
+
+
+def test_chained_edits_on_one_file_see_the_earlier_ones(root: Path):
+    runner = runner_for(root)
+    util = root / "src" / "util.py"
+    assert "Proposed" in runner.run("edit", {"path": "src/util.py", "old_text": "x + 1", "new_text": "x + 2"})
+    # The second edit quotes text only the first one produced.
+    assert "Proposed" in runner.run("edit", {"path": "src/util.py", "old_text": "x + 2", "new_text": "x * 3"})
+    assert runner.text_after_edits(util) == "def helper(x):\n    return x * 3\n"
+    assert "x * 3" in runner.run("read_file", {"path": "src/util.py"})
+    assert runner.run("search", {"pattern": "x \\* 3"}) == "src/util.py:2: return x * 3"
+    assert [edit.new_text for edit in runner.edits] == ["x + 2", "x * 3"]
+    assert util.read_text() == "def helper(x):\n    return x + 1\n"
+
+
+def test_an_edit_that_does_not_apply_is_an_error_and_records_nothing(root: Path):
+    (root / "dup.py").write_text("x = 1\nx = 1\n")
+    runner = runner_for(root)
+    missing = runner.run("edit", {"path": "src/util.py", "old_text": "x + 9", "new_text": "y"})
+    assert missing.startswith("Error: old_text does not occur") and "src/util.py is unchanged" in missing
+    ambiguous = runner.run("edit", {"path": "dup.py", "old_text": "x = 1", "new_text": "x = 2"})
+    assert ambiguous.startswith("Error: old_text occurs 2 times")
+    empty = runner.run("edit", {"path": "dup.py", "old_text": "", "new_text": "x"})
+    assert empty.startswith("Error: old_text is empty")
+    same = runner.run("edit", {"path": "dup.py", "old_text": "x = 1\nx", "new_text": "x = 1\nx"})
+    assert same.startswith("Error:")
+    assert runner.edits == []
+    assert runner.text_after_edits(root / "dup.py") == "x = 1\nx = 1\n"
+
+
+def test_an_edit_to_a_missing_or_outside_file_is_an_error(root: Path):
+    runner = runner_for(root)
+    assert "does not exist" in runner.run("edit", {"path": "nope.py", "old_text": "a", "new_text": "b"})
+    assert "outside" in runner.run("edit", {"path": "../x.py", "old_text": "a", "new_text": "b"})
+    assert runner.edits == []
+
+
+def test_create_file_is_proposed_not_written_and_can_be_read_and_edited(root: Path):
+    before = snapshot(root)
+    runner = runner_for(root)
+    result = runner.run("create_file", {"path": "src/new/mod.py", "content": "A = 1\nB = 2\n"})
+    assert "Proposed creating src/new/mod.py (2 lines)" in result
+    new = root / "src" / "new" / "mod.py"
+    assert runner.edits == [ProposedEdit(new, None, "A = 1\nB = 2\n")]
+    assert runner.edits[0].kind == "create"
+    assert runner.run("read_file", {"path": "src/new/mod.py"}).startswith("src/new/mod.py (lines 1-2 of 2):")
+    assert "src/new/mod.py" in runner.run("list_files", {}).splitlines()
+    assert "Proposed" in runner.run(
+        "edit", {"path": "src/new/mod.py", "old_text": "B = 2", "new_text": "B = 3"}
+    )
+    assert runner.text_after_edits(new) == "A = 1\nB = 3\n"
+    assert not (root / "src" / "new").exists()
+    assert snapshot(root) == before
+
+
+def test_create_file_refuses_an_existing_or_already_proposed_path(root: Path):
+    runner = runner_for(root, open_text=lambda p: "unsaved" if p.name == "untitled.py" else None)
+    assert "already exists" in runner.run("create_file", {"path": "src/app.py", "content": "x"})
+    assert "already exists" in runner.run("create_file", {"path": "src", "content": "x"})
+    assert "already exists" in runner.run("create_file", {"path": "untitled.py", "content": "x"})
+    assert "Proposed" in runner.run("create_file", {"path": "new.py", "content": "x"})
+    assert "already proposed" in runner.run("create_file", {"path": "new.py", "content": "y"})
+    assert "is a file" in runner.run("create_file", {"path": "README.md/x.py", "content": "y"})
+    assert [edit.path.name for edit in runner.edits] == ["new.py"]
+
+
+def test_nothing_is_ever_written_to_disk(root: Path):
+    before = snapshot(root)
+    runner = runner_for(root)
+    runner.run("edit", {"path": "src/app.py", "old_text": "hello", "new_text": "bye"})
+    runner.run("create_file", {"path": "fresh.txt", "content": "new"})
+    runner.run("read_file", {"path": "src/app.py"})
+    runner.run("list_files", {})
+    runner.run("search", {"pattern": "bye"})
+    assert len(runner.edits) == 2
+    assert snapshot(root) == before
+    assert sorted(os.listdir(root)) == ["README.md", "src"]
+
+
+# Calls the model gets wrong, and the schemas
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "expected"),
+    [
+        ("delete_file", {"path": "src/app.py"}, "no tool named 'delete_file'"),
+        ("read_file", ["src/app.py"], "must be a JSON object"),
+        ("read_file", "not json", "not valid JSON"),
+        ("read_file", {}, "needs the argument 'path'"),
+        ("read_file", {"path": 3}, "'path' to read_file must be a string"),
+        ("read_file", {"path": "src/app.py", "startLine": "2"}, "must be an integer"),
+        ("read_file", {"path": "src/app.py", "startLine": True}, "must be an integer"),
+        ("read_file", {"path": "src/app.py", "start_line": 2}, "no argument 'start_line'"),
+        ("edit", {"path": "src/app.py", "old_text": "main"}, "needs the argument 'new_text'"),
+        ("create_file", {"path": "x.py", "content": 5}, "must be a string"),
+        ("search", {"pattern": ""}, "pattern is empty"),
+        ("list_files", {"glob": "[z-a]"}, "not a valid glob"),
+    ],
+)
+def test_model_mistakes_come_back_as_errors(root: Path, name: str, arguments: object, expected: str):
+    runner = runner_for(root)
+    result = runner.run(name, arguments)
+    assert result.startswith("Error: ")
+    assert expected in result
+    assert runner.edits == []
+
+
+def test_schemas_declare_all_six_tools_in_a_fixed_order(root: Path):
+    runner = runner_for(root)
+    names = [schema["function"]["name"] for schema in runner.schemas]
+    assert (
+        names == TOOL_NAMES == ["read_file", "list_files", "search", "get_diagnostics", "edit", "create_file"]
+    )
+    for schema in runner.schemas:
+        assert schema["type"] == "function"
+        parameters = schema["function"]["parameters"]
+        assert set(parameters["required"]) <= set(parameters["properties"])
+    assert [s["function"]["name"] for s in runner.schemas_for(["edit", "read_file"])] == ["read_file", "edit"]
+    with pytest.raises(ValueError):
+        runner.schemas_for(["nope"])
+
+
+def test_a_python_edit_that_breaks_the_syntax_is_refused(root: Path):
+    (root / "ok.py").write_text("def f():\n    return 1\n")
+    runner = ToolRunner(Workspace([root]))
+    result = runner.run(
+        "edit", {"path": "ok.py", "old_text": "    return 1", "new_text": "      return 1\n  x"}
+    )
+    assert result.startswith("Error:") and "would not parse" in result
+    assert runner.edits == []
+    assert runner.run("edit", {"path": "ok.py", "old_text": "return 1", "new_text": "return 2"}).startswith(
+        "Proposed"
+    )
