@@ -14,7 +14,7 @@ T_TEST ?= 3000
 NATIVE_SOURCES := $(wildcard native/CMakeLists.txt native/*.py native/include/*.h native/src/*.cpp native/bench/*.cpp)
 SETUP_STAMP := $(VENV)/.setup-done
 
-.PHONY: help setup model test-model demo test bench lint format clean
+.PHONY: help setup model test-models demo test bench lint format clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -32,17 +32,18 @@ $(SETUP_STAMP): pyproject.toml $(NATIVE_SOURCES)
 model: setup ## Install the default model (qwen2.5-coder-1.5b)
 	timeout $(T_MODEL) $(BIN)/llama-lsp model install $(DEFAULT_MODEL)
 
-test-model: setup
+test-models: setup
 	timeout $(T_MODEL) $(BIN)/llama-lsp model install $(TEST_MODEL)
+	timeout $(T_MODEL) $(BIN)/llama-lsp model install $(DEFAULT_MODEL)
 
 demo: model ## Ask the default model about a sample file: streamed answer, proposed edit as a diff
 	$(BIN)/llama-lsp ask examples/inventory.py --range 18:20 --action fix \
 		"apply_discount(100, 10) returns -900.0, but percent is 0-100: it should return 90.0. Why?"
 
-test: setup test-model ## Run the whole test suite (installs what it needs first)
+test: setup test-models ## Run the whole test suite (installs what it needs first)
 	timeout $(T_TEST) $(BIN)/pytest -ra
 
-bench: setup test-model ## Run the benchmarks on the test model and print ratios side by side
+bench: setup test-models ## Run the benchmarks on the test model and print ratios side by side
 	timeout $(T_TEST) $(BIN)/python -m bench
 
 lint: setup ## ruff and mypy

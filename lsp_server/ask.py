@@ -231,8 +231,11 @@ async def _resolve_action(
             ),
         )
     )
-    offered = [a for a in actions or [] if isinstance(a, types.CodeAction) and isinstance(a.data, dict)]
-    chosen = next(a for a in offered if a.data["kind"] == args.action)
+    chosen = next(
+        a
+        for a in actions or []
+        if isinstance(a, types.CodeAction) and (a.data or {}).get("kind") == args.action
+    )
     if not args.json:
         print(f"\n{chosen.title}...", file=sys.stderr)
     resolved = await client.code_action_resolve_async(chosen)

@@ -28,6 +28,15 @@ def test_model_path() -> Path:
         pytest.fail(f"{exc} (make test installs it)", pytrace=False)
 
 
+@pytest.fixture(scope="session")
+def default_model_path() -> Path:
+    """The default model: the code-action tests need a model that writes edits that apply."""
+    try:
+        return models.resolve(models.DEFAULT_MODEL)
+    except models.ModelError as exc:
+        pytest.fail(f"{exc} (make test installs it)", pytrace=False)
+
+
 def open_engine(path: Path, **options: object) -> native.NativeEngine:
     defaults: dict[str, object] = {"n_ctx": 4096, "n_slots": 3}
     return native.NativeEngine(path, {**defaults, **options})

@@ -163,10 +163,12 @@ async def test_malformed_params_get_invalid_params_and_the_server_keeps_serving(
 
 
 async def test_cancel_in_the_middle_of_an_answer_answers_within_a_second(client: AssistantClient):
-    future = client.protocol.send_request_async(
-        protocol.CHAT,
-        {"message": "Count from 1 to 300, one number per line.", "partialResultToken": "cancel-me"},
-        msg_id="chat-to-cancel",
+    future = asyncio.ensure_future(
+        client.protocol.send_request_async(
+            protocol.CHAT,
+            {"message": "Count from 1 to 300, one number per line.", "partialResultToken": "cancel-me"},
+            msg_id="chat-to-cancel",
+        )
     )
 
     async def first_piece() -> None:

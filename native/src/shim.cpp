@@ -17,7 +17,6 @@ extern "C" {
 #include "llama_lsp.h"
 }
 
-#include "build-info.h"
 #include "chat.h"
 #include "common.h"
 #include "sampling.h"
@@ -41,6 +40,10 @@ extern "C" {
 #include <vector>
 
 #define LLAMA_LSP_API extern "C" __attribute__((visibility("default")))
+
+#ifndef LLAMA_LSP_SOURCE_ID
+#define LLAMA_LSP_SOURCE_ID "unknown"
+#endif
 
 using json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
@@ -210,8 +213,7 @@ struct llama_lsp_engine {
     std::string fingerprint() const {
         char desc[256] = {0};
         llama_model_desc(model, desc, sizeof(desc));
-        return std::string("llama-lsp ") + k_version + "; llama.cpp " + llama_commit() + " (" +
-               std::to_string(llama_build_number()) + "); " + desc + "; params " +
+        return std::string("llama-lsp ") + k_version + "; llama.cpp " + LLAMA_LSP_SOURCE_ID + "; " + desc + "; params " +
                std::to_string(llama_model_n_params(model)) + "; size " + std::to_string(llama_model_size(model)) +
                "; key " + cache_key;
     }
@@ -1027,8 +1029,7 @@ int default_threads() {
 }  // namespace
 
 LLAMA_LSP_API const char * llama_lsp_version(void) {
-    static const std::string version =
-        std::string(k_version) + " (llama.cpp " + llama_commit() + ", build " + std::to_string(llama_build_number()) + ")";
+    static const std::string version = std::string(k_version) + " (llama.cpp source " + LLAMA_LSP_SOURCE_ID + ")";
     return version.c_str();
 }
 
