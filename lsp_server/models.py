@@ -137,13 +137,21 @@ def resolve(name_or_path: str) -> Path:
 Progress = Callable[[int, int], None]
 
 
+_last_percent = -1
+
+
 def _print_progress(done: int, total: int) -> None:
-    width = 40
-    filled = width * done // total if total else width
-    bar = "#" * filled + "-" * (width - filled)
-    sys.stderr.write(f"\r  [{bar}] {done / 2**20:7.1f} / {total / 2**20:.1f} MiB")
-    if done >= total:
-        sys.stderr.write("\n")
+    global _last_percent
+    percent = 100 * done // total if total else 100
+    if sys.stderr.isatty():
+        width = 40
+        bar = "#" * (width * percent // 100) + "-" * (width - width * percent // 100)
+        sys.stderr.write(
+            f"\r  [{bar}] {done / 2**20:7.1f} / {total / 2**20:.1f} MiB" + ("\n" if done >= total else "")
+        )
+    elif percent // 10 != _last_percent // 10 or done >= total:  # a log file gets a line per 10%
+        sys.stderr.write(f"  {percent:3d}%  {done / 2**20:7.1f} / {total / 2**20:.1f} MiB\n")
+    _last_percent = percent
     sys.stderr.flush()
 
 
