@@ -38,7 +38,7 @@ test-models: setup
 
 demo: model ## Ask the default model about a sample file: streamed answer, proposed edit as a diff
 	$(BIN)/llama-lsp ask examples/inventory.py --range 18:20 --action fix \
-		"apply_discount(100, 10) returns -900.0, but percent is 0-100: it should return 90.0. Why?"
+		"test_apply_discount failed: apply_discount(100.0, 10) returned -900.0, expected 90.0 (percent is 0-100)"
 
 test: setup test-models ## Run the whole test suite (installs what it needs first)
 	timeout $(T_TEST) $(BIN)/pytest -ra
