@@ -27,9 +27,8 @@ async def chat(server: AssistantServer, params: protocol.ChatParams) -> dict[str
         start_version = document.version
         conversation.show_document(documents.display_path(path, server.roots()), document.source)
         if params.range is not None:
-            selection = _lsp_range(params.range)
             first, last = params.range.start.line + 1, params.range.end.line + 1
-            quoted = documents.selection_text(document, selection)
+            quoted = documents.selection_text(document, params.range)
             message = f"About lines {first}-{last}:\n```\n{quoted}\n```\n\n{message}"
     conversation.messages.append({"role": "user", "content": message})
 
@@ -74,10 +73,3 @@ def turn_json(conversation_id: str, turn: TurnResult) -> dict[str, Any]:
         ],
         "stats": stats,
     }
-
-
-def _lsp_range(range_: protocol.Range) -> types.Range:
-    return types.Range(
-        types.Position(range_.start.line, range_.start.character),
-        types.Position(range_.end.line, range_.end.character),
-    )

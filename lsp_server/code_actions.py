@@ -153,15 +153,11 @@ async def _run(server: AssistantServer, request: protocol.CodeActionRequest) -> 
     start_version = document.version
     conversation = server.conversations.get_or_create(None)
     conversation.show_document(documents.display_path(path, server.roots()), document.source)
-    selection = types.Range(
-        types.Position(request.range.start.line, request.range.start.character),
-        types.Position(request.range.end.line, request.range.end.character),
-    )
     first, last = request.range.start.line + 1, max(request.range.start.line + 1, request.range.end.line)
     # The instruction comes last, after the code: small models follow what they read most recently.
     message = (
         f"Lines {first}-{last} of `{documents.display_path(path, server.roots())}`:\n```\n"
-        f"{documents.selection_text(document, selection)}\n```"
+        f"{documents.selection_text(document, request.range)}\n```"
     )
     if request.diagnostics:
         problems = "\n".join(

@@ -13,6 +13,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument, Workspace
 
+from . import protocol
 from .tools import ProposedEdit, ToolRunner
 
 
@@ -51,8 +52,11 @@ def open_text(workspace: Workspace, path: Path) -> str | None:
     return document.source if document is not None else None
 
 
-def selection_text(document: TextDocument, selection: types.Range) -> str:
-    return document.text_in_client_range(selection)
+def selection_text(document: TextDocument, selection: protocol.Range) -> str:
+    start, end = selection.start, selection.end
+    return document.text_in_client_range(
+        types.Range(types.Position(start.line, start.character), types.Position(end.line, end.character))
+    )
 
 
 def changed_region(before: str, after: str) -> tuple[int, int, str]:

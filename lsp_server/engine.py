@@ -77,10 +77,6 @@ class Stats:
         known = cls.__dataclass_fields__
         return cls(**{k: v for k, v in data.items() if k in known})
 
-    @property
-    def reuse_ratio(self) -> float:
-        return self.n_reused / self.n_prompt if self.n_prompt else 0.0
-
 
 @dataclass
 class ToolCall:
@@ -180,9 +176,6 @@ class Engine:
         """Waits for the model to load; returns the engine's info, or raises the load error."""
         return await asyncio.wrap_future(self._loaded)
 
-    def wait_ready(self, timeout: float | None = None) -> dict[str, Any]:
-        return self._loaded.result(timeout)
-
     @property
     def queue_length(self) -> int:
         return self._queue.qsize() + (1 if self._current else 0)
@@ -244,10 +237,6 @@ class Engine:
 
     async def clear(self) -> None:
         await self._enqueue(lambda engine, _job: engine.clear()).wait()
-
-    async def save(self) -> dict[str, Any]:
-        result: dict[str, Any] = await self._enqueue(lambda engine, _job: self._save(engine)).wait()
-        return result
 
     # ---- worker ----------------------------------------------------------------------------------
 

@@ -230,11 +230,5 @@ def install(name: str, progress: Progress | None = _print_progress) -> Path:
     return target
 
 
-def remove(name: str) -> None:
-    spec = lookup(name)
-    for path in (model_file(spec.name), _verified_marker(model_file(spec.name))):
-        path.unlink(missing_ok=True)
-
-
 def describe() -> list[tuple[ModelSpec, bool]]:
     return [(spec, is_installed(spec)) for spec in CATALOGUE.values()]

@@ -160,13 +160,6 @@ def parse_code_action_request(raw: Any) -> CodeActionRequest:
     )
 
 
-def range_json(range_: Range) -> dict[str, Any]:
-    return {
-        "start": {"line": range_.start.line, "character": range_.start.character},
-        "end": {"line": range_.end.line, "character": range_.end.character},
-    }
-
-
 def stats_json(stats: Any) -> dict[str, Any]:
     """Engine stats in the protocol's camelCase (the same counters, end to end)."""
     return {

@@ -83,16 +83,3 @@ def open_document(client: LanguageClient, path: Path, language: str = "python", 
         )
     )
     return uri
-
-
-def apply_text_edits(text: str, edits: list[dict[str, Any]]) -> str:
-    """Applies LSP TextEdits (plain JSON, UTF-16 positions of ASCII text here) to text."""
-    lines = text.splitlines(keepends=True)
-
-    def offset(position: dict[str, int]) -> int:
-        return sum(len(line) for line in lines[: position["line"]]) + position["character"]
-
-    for edit in sorted(edits, key=lambda e: offset(e["range"]["start"]), reverse=True):
-        start, end = offset(edit["range"]["start"]), offset(edit["range"]["end"])
-        text = text[:start] + edit["newText"] + text[end:]
-    return text

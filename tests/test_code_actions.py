@@ -12,8 +12,9 @@ import pytest
 from lsprotocol import types
 
 from lsp_server import protocol
+from lsp_server.ask import apply_workspace_edit
 
-from .lsp_client import AssistantClient, apply_text_edits, open_document
+from .lsp_client import AssistantClient, open_document
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.usefixtures("default_model_path")]
 
@@ -47,15 +48,9 @@ async def list_actions(
 
 
 def edited_texts(client: AssistantClient, edit: types.WorkspaceEdit, workspace: Path) -> dict[Path, str]:
-    """Applies a WorkspaceEdit in memory, the way an editor would."""
-    texts: dict[Path, str] = {}
-    for change in client.protocol._converter.unstructure(edit)["documentChanges"]:
-        if change.get("kind") == "create":
-            texts[Path(change["uri"][len("file://") :])] = ""
-            continue
-        path = Path(change["textDocument"]["uri"][len("file://") :])
-        before = texts.get(path, path.read_text() if path.exists() else "")
-        texts[path] = apply_text_edits(before, change["edits"])
+    """Applies a WorkspaceEdit in memory, as the headless client does."""
+    after = apply_workspace_edit(client.protocol._converter.unstructure(edit), {})
+    texts = {Path(uri[len("file://") :]): text for uri, text in after.items()}
     assert all(path.is_relative_to(workspace) for path in texts)
     return texts
 

@@ -12,11 +12,13 @@ import pytest
 
 from lsp_server import native
 
+from .conftest import open_engine
+
 CHUNK = 16  # small chunks put many boundaries inside short prompts
 
 
 def open_tiny(path: Path, **options: Any) -> native.NativeEngine:
-    return native.NativeEngine(path, {"n_ctx": 1024, "n_slots": 3, "prefill_chunk": CHUNK, **options})
+    return open_engine(path, **{"n_ctx": 1024, "prefill_chunk": CHUNK, **options})
 
 
 @pytest.fixture
