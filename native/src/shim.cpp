@@ -323,6 +323,7 @@ struct prepared_prompt {
     bool has_tools = false;
     std::vector<std::string> tool_names;
     common_chat_params chat;
+    common_chat_parser_params parse_params;  // loaded once: the streamer parses the answer at every token
     std::string forced_prefix;  // text forced at the start of the answer (the tool-call opener)
 };
 
@@ -423,6 +424,16 @@ prepared_prompt prepare(llama_lsp_engine & e, const json & request) {
                 p.text += p.forced_prefix;
                 p.chat.generation_prompt += p.forced_prefix;
             }
+        }
+    }
+    if (p.is_chat) {
+        p.parse_params = common_chat_parser_params(p.chat);
+        p.parse_params.parse_tool_calls = p.has_tools;
+        try {
+            if (!p.chat.parser.empty()) p.parse_params.parser.load(p.chat.parser);
+        } catch (const std::exception & ex) {
+            log_warning("llama-lsp: the template's parser did not load (%s); answers stay plain content\n", ex.what());
+            p.parse_params.parser = common_peg_arena();
         }
     }
     p.tokens = common_tokenize(e.vocab, p.text, /*add_special=*/true, /*parse_special=*/true);
@@ -635,12 +646,7 @@ void parse_answer(const prepared_prompt & p, const json & request, const std::st
     msg.content = raw;
     if (p.is_chat) {
         try {
-            common_chat_parser_params pp(p.chat);
-            pp.parse_tool_calls = p.has_tools;
-            if (!p.chat.parser.empty()) {
-                pp.parser.load(p.chat.parser);
-            }
-            msg = common_chat_parse(raw, /*is_partial=*/false, pp);
+            msg = common_chat_parse(raw, /*is_partial=*/false, p.parse_params);
         } catch (const std::exception & ex) {
             log_warning("llama-lsp: could not parse the answer (%s); returning it as content\n", ex.what());
             msg = common_chat_msg();
@@ -692,10 +698,7 @@ class piece_streamer {
   private:
     std::string partial_content(const std::string & raw) const {
         try {
-            common_chat_parser_params pp(prompt_.chat);
-            pp.parse_tool_calls = true;
-            if (!prompt_.chat.parser.empty()) pp.parser.load(prompt_.chat.parser);
-            return common_chat_parse(raw, /*is_partial=*/true, pp).content;
+            return common_chat_parse(raw, /*is_partial=*/true, prompt_.parse_params).content;
         } catch (const std::exception &) {
             return sent_text_;
         }
