@@ -55,9 +55,22 @@ def _ask(args: argparse.Namespace) -> int:
     return run_ask(args)
 
 
+class _VersionAction(argparse.Action):
+    """`--version` loads the native library too, so it also proves that the server can start."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the versions and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
+        from . import native
+
+        print(f"llama-lsp {__version__} (native {native.version()})")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="llama-lsp", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"llama-lsp {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     parser.add_argument("--stdio", action="store_true", help="serve LSP over stdio (the default)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     parser.set_defaults(run=_serve)
@@ -76,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     install.add_argument("name", choices=sorted(models.CATALOGUE))
     install.set_defaults(run=_model_install)
     path = model_commands.add_parser("path", help="print the GGUF path of an installed model")
-    path.add_argument("name")
+    path.add_argument("name", nargs="?", default=models.DEFAULT_MODEL)
     path.set_defaults(run=_model_path)
 
     ask = commands.add_parser("ask", help="ask about a file through the server, as an editor would")

@@ -25,6 +25,32 @@ def apply_replacement(text: str, old_text: str, new_text: str) -> str:
     return text.replace(old_text, new_text, 1)
 
 
+def absorb_restated_lines(text: str, old_text: str, new_text: str) -> str:
+    """old_text extended over the lines after it that new_text ends by restating; else old_text itself.
+
+    Models often quote only a block's first line (a signature) and then write the whole block after it.
+    Applied as written, the block's lines would appear twice; meant is a replacement of the block.
+    """
+    start = text.find(old_text)
+    end = start + len(old_text)
+    if not old_text or start < 0 or text.count(old_text) != 1:
+        return old_text
+    if not old_text.endswith("\n"):
+        if not text.startswith("\n", end):
+            return old_text  # old_text ends mid-line
+        end += 1
+    following = text[end:].split("\n")
+    new_lines = new_text.rstrip("\n").split("\n")
+    for count in range(min(len(new_lines) - 1, len(following)), 0, -1):
+        restated = new_lines[-count:]
+        if restated == following[:count] and any(line.strip() for line in restated):
+            absorbed = "\n".join(following[:count])
+            if new_text.endswith("\n") and count < len(following):
+                absorbed += "\n"
+            return text[start:end] + absorbed
+    return old_text
+
+
 def unified_diff(path: str, before: str, after: str) -> str:
     lines = difflib.unified_diff(
         before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"

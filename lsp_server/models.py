@@ -23,7 +23,13 @@ TEST_MODEL = "qwen2.5-coder-0.5b"
 
 
 class ModelError(Exception):
-    """A model that cannot be found, fetched or verified; the message says what to do."""
+    """A model that cannot be found, fetched or verified; the message says what to do.
+
+    `install_name` is the catalogue name to install when installing it is the fix."""
+
+    def __init__(self, message: str, install_name: str | None = None) -> None:
+        super().__init__(message)
+        self.install_name = install_name
 
 
 @dataclass(frozen=True)
@@ -121,7 +127,8 @@ def resolve(name_or_path: str) -> Path:
         spec = CATALOGUE[name_or_path]
         if not is_installed(spec):
             raise ModelError(
-                f"model {spec.name!r} is not installed; install it with: llama-lsp model install {spec.name}"
+                f"model {spec.name!r} is not installed; install it with: llama-lsp model install {spec.name}",
+                install_name=spec.name,
             )
         return model_file(spec.name)
     path = Path(name_or_path).expanduser()

@@ -58,11 +58,13 @@ class AssistantServer(LanguageServer):
 
     # ---- status ----------------------------------------------------------------------------------
 
-    def set_status(self, state: str, message: str | None = None) -> None:
+    def set_status(self, state: str, message: str | None = None, install_model: str | None = None) -> None:
         self.state = state
         payload: dict[str, Any] = {"state": state}
         if message:
             payload["message"] = message
+        if install_model:
+            payload["installModel"] = install_model
         if state == protocol.BUSY and self.engine is not None:
             payload["queue"] = self.engine.queue_length
         if self.last_stats is not None:
@@ -100,7 +102,7 @@ class AssistantServer(LanguageServer):
         try:
             model_path = models.resolve(config.model)
         except models.ModelError as exc:
-            return self._fail_load(str(exc))
+            return self._fail_load(str(exc), install_model=exc.install_name)
         engine = Engine(
             EngineConfig(
                 model_path=model_path,
@@ -125,9 +127,9 @@ class AssistantServer(LanguageServer):
         self.set_status(protocol.READY, f"{config.model} ready")
         return engine
 
-    def _fail_load(self, message: str) -> Engine:
+    def _fail_load(self, message: str, install_model: str | None = None) -> Engine:
         self.load_error = message
-        self.set_status(protocol.ERROR, message)
+        self.set_status(protocol.ERROR, message, install_model)
         self.window_show_message(
             types.ShowMessageParams(type=types.MessageType.Error, message=f"llama-lsp: {message}")
         )

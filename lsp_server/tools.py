@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from .edits import (
     EditError,
+    absorb_restated_lines,
     apply_replacement,
     apply_replacement_keeping_omitted,
     apply_replacement_reindented,
@@ -462,6 +463,7 @@ class ToolRunner:
         if old_text == new_text:
             raise ToolError("old_text and new_text are the same, so nothing would change")
         before = self.text_after_edits(path)
+        old_text = absorb_restated_lines(before, old_text, new_text)
         try:
             after = apply_replacement(before, old_text, new_text)
         except EditError as exc:

@@ -23,6 +23,12 @@ def test_model_list_shows_the_catalogue():
         assert name in result.stdout
 
 
+def test_version_names_the_package_and_the_native_build():
+    result = llama_lsp("--version")
+    assert result.returncode == 0
+    assert result.stdout.startswith("llama-lsp ") and "(native " in result.stdout
+
+
 def test_model_path_prints_the_installed_file(test_model_path):
     result = llama_lsp("model", "path", "qwen2.5-coder-0.5b")
     assert result.returncode == 0

@@ -6,6 +6,7 @@ import pytest
 
 from lsp_server.edits import (
     EditError,
+    absorb_restated_lines,
     apply_replacement,
     apply_replacement_keeping_omitted,
     apply_replacement_reindented,
@@ -66,3 +67,25 @@ def test_a_quote_that_does_not_follow_the_file_is_not_forced():
     assert (
         apply_replacement_keeping_omitted(source + "a = 1\n", "a = 1\nb = 2", "x") is None
     )  # start not unique
+
+
+def test_a_quoted_signature_followed_by_the_whole_block_replaces_the_block():
+    source = "def f(x):\n    y = x + 1\n    return y\n\nz = 1\n"
+    new_text = 'def f(x):\n    """Add one."""\n    y = x + 1\n    return y'
+    old_text = absorb_restated_lines(source, "def f(x):", new_text)
+    assert old_text == "def f(x):\n    y = x + 1\n    return y"
+    assert apply_replacement(source, old_text, new_text) == (
+        'def f(x):\n    """Add one."""\n    y = x + 1\n    return y\n\nz = 1\n'
+    )
+    # With trailing newlines on both sides, the blank line after the block stays single.
+    old_text = absorb_restated_lines(source, "def f(x):\n", new_text + "\n")
+    assert apply_replacement(source, old_text, new_text + "\n").endswith("    return y\n\nz = 1\n")
+
+
+def test_lines_not_restated_are_left_alone():
+    source = "def f(x):\n    return x\n"
+    assert absorb_restated_lines(source, "def f(x):", "def f(x: int):") == "def f(x):"
+    assert absorb_restated_lines(source, "def f", "def g") == "def f"  # the quote ends mid-line
+    assert absorb_restated_lines(source, "nowhere", "x\n    return x") == "nowhere"
+    blank = "a = 1\n\n\nb = 2\n"
+    assert absorb_restated_lines(blank, "a = 1", "a = 2\n") == "a = 1"  # only blank lines restated

@@ -1,0 +1,61 @@
+---Options: the defaults, and `setup(opts)` merging the user's over them.
+local M = {}
+
+---@class llama_lsp.Keymaps
+---@field chat? string       normal and visual mode: ask in the chat (prompts for the question)
+---@field stop? string       stop the answer
+---@field new? string        start a new conversation
+---@field code_action? string normal and visual mode: `vim.lsp.buf.code_action()`
+
+---@class llama_lsp.Options
+---@field cmd string[]                  how to start the server
+---@field init_options table            server settings: model, contextSize, threads, slots, maxTokens, ... (docs/protocol.md)
+---@field filetypes string[]|nil        filetypes to attach to; nil attaches every buffer backed by a file
+---@field root_markers string[]         files that mark a workspace root (one server per root)
+---@field keymaps llama_lsp.Keymaps|false
+---@field chat { position: "right"|"left"|"above"|"below", size: integer }
+
+---@type llama_lsp.Options
+M.defaults = {
+  cmd = { "llama-lsp", "--stdio" },
+  init_options = {},
+  filetypes = nil,
+  root_markers = { ".git", "pyproject.toml", "package.json", "Cargo.toml", "go.mod", "Makefile" },
+  keymaps = false,
+  chat = { position = "right", size = 80 },
+}
+
+---@type llama_lsp.Options
+M.options = vim.deepcopy(M.defaults)
+
+---@param opts? llama_lsp.Options
+function M.setup(opts)
+  opts = opts or {}
+  -- The table form of vim.validate works on 0.10 as well as 0.11.
+  vim.validate({
+    ["opts.cmd"] = { opts.cmd, "table", true },
+    ["opts.init_options"] = { opts.init_options, "table", true },
+    ["opts.filetypes"] = { opts.filetypes, "table", true },
+    ["opts.root_markers"] = { opts.root_markers, "table", true },
+    ["opts.chat"] = { opts.chat, "table", true },
+    ["opts.keymaps"] = { opts.keymaps, { "table", "boolean" }, true },
+  })
+  M.options = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts)
+  -- Lists replace the default rather than merging into it index by index.
+  for _, key in ipairs({ "cmd", "filetypes", "root_markers" }) do
+    if opts[key] ~= nil then
+      M.options[key] = opts[key]
+    end
+  end
+  return M.options
+end
+
+---The server command without its serving flags, for `--version` and `model path`.
+---@return string[]
+function M.base_command()
+  return vim.tbl_filter(function(arg)
+    return arg ~= "--stdio" and arg ~= "serve"
+  end, M.options.cmd)
+end
+
+return M

