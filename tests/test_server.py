@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,10 @@ from pygls.exceptions import JsonRpcException
 from lsp_server import protocol
 
 from .lsp_client import (
+    SERVER_COMMAND,
     AssistantClient,
+    initialize_params,
+    make_client,
     open_document,
 )
 
@@ -195,3 +199,23 @@ async def test_a_failing_feature_answers_an_error_and_the_server_survives(
         await chat(client, {"textDocument": {"uri": uri}, "message": "Explain."})
     assert "context" in error.value.message
     assert (await chat(client, {"message": "Say hi."}))["finishReason"] in ("stop", "length")
+
+
+async def test_a_missing_model_is_reported_with_the_model_to_install_and_requests_fail_clearly(
+    tmp_path: Path,
+):
+    client = make_client()
+    empty_cache = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "empty-cache")}  # no models installed
+    await client.start_io(*SERVER_COMMAND, env=empty_cache)
+    try:
+        options = {"model": "qwen2.5-coder-0.5b", "cacheDir": str(tmp_path / "cache")}
+        await client.initialize_session(initialize_params(tmp_path, options))
+        status = await client.wait_for_status(protocol.ERROR, timeout=60)
+        assert status["installModel"] == "qwen2.5-coder-0.5b"
+        assert "llama-lsp model install qwen2.5-coder-0.5b" in status["message"]
+        with pytest.raises(JsonRpcException) as error:
+            await chat(client, {"message": "hi"})
+        assert error.value.code == -32803  # RequestFailed
+        assert "llama-lsp model install" in error.value.message
+    finally:
+        await client.shutdown_session()
