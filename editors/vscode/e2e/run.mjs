@@ -3,8 +3,8 @@
 //
 // Owns one run: a throwaway workspace, user-data and extensions directory; code-server (VS Code
 // 1.139 in a browser) with the packaged extension installed; headless Chromium driven by
-// playwright-core; the steps below, with a screenshot after each one in editors/vscode/test-results/.
-// Everything it starts is killed at exit, on failure, on SIGINT/SIGTERM and on the overall timeout.
+// playwright-core; the steps in main(), with a screenshot after each one in editors/vscode/test-results/.
+// Everything it starts is killed at exit, on failure, on SIGINT/SIGTERM/SIGHUP and on the overall timeout.
 //
 //   bash editors/vscode/e2e/install.sh && node editors/vscode/e2e/run.mjs
 //
@@ -74,7 +74,11 @@ function preflight() {
 
 // ---------------------------------------------------------------- processes
 
-const state = { tmp: null, codeServer: null, context: null, page: null, codeServerLog: null, shot: 0, cleaning: null, failed: false };
+// What cleanup and the failure report need; `chat` is the chat webview frame.
+const state = {
+  tmp: null, dirs: null, codeServer: null, codeServerLog: null, context: null, page: null, chat: null,
+  consoleErrors: [], shot: 0, cleaning: null, failed: false, interrupted: false,
+};
 
 function run(cmd, argv, opts = {}) {
   const r = spawnSync(cmd, argv, { encoding: "utf8", timeout: 180_000, ...opts });
@@ -161,7 +165,7 @@ async function cleanup() {
     if (state.tmp) {
       const leftovers = spawnSync("pgrep", ["-af", state.tmp], { encoding: "utf8" }).stdout.trim();
       if (leftovers) console.error(`e2e: processes still running from ${state.tmp}:\n${leftovers}`);
-      if (keepTemp || state.failed) console.log(`e2e: kept ${state.tmp}`);
+      if (keepTemp || (state.failed && !state.interrupted)) console.log(`e2e: kept ${state.tmp}`);
       else fs.rmSync(state.tmp, { recursive: true, force: true });
     }
   })();
@@ -191,9 +195,15 @@ function makeDirs() {
   const fixture = source.replace(new RegExp(`(def ${functionName}\\(.*\\n)[ \\t]+""".*"""\\n`), "$1");
   fs.writeFileSync(path.join(dirs.workspace, fileName), fixture);
 
-  const settings = {
+  // cacheDir is a server setting the extension does not declare; the server reads it from the
+  // llamaLsp section. A fresh one keeps slot state saved by earlier runs out of this one.
+  const llama = {
     "llamaLsp.serverCommand": serverCommand,
     "llamaLsp.model": model,
+    "llamaLsp.cacheDir": path.join(tmp, "llama-lsp-cache"),
+  };
+  const settings = {
+    ...llama,
     "workbench.startupEditor": "none",
     "workbench.tips.enabled": false,
     "workbench.enableExperiments": false,
@@ -202,7 +212,7 @@ function makeDirs() {
     "telemetry.telemetryLevel": "off",
     "update.mode": "none",
     "extensions.autoCheckUpdates": false,
-    "extensions.autoUpdate": false,
+    "extensions.autoUpdate": "off",
     "extensions.ignoreRecommendations": true,
     "chat.disableAIFeatures": true,
     "git.enabled": false,
@@ -212,6 +222,13 @@ function makeDirs() {
     "workbench.secondarySideBar.defaultVisibility": "hidden",
   };
   fs.writeFileSync(path.join(dirs.userData, "User/settings.json"), JSON.stringify(settings, null, 2));
+  // Every value above is in its current form: VS Code rewrites settings.json at startup to migrate an
+  // old one (extensions.autoUpdate: false), and an extension activating meanwhile once read no
+  // serverCommand ("Could not find the llama-lsp server"). code-server is a remote window whose
+  // extension host also reads the server machine's settings: the llamaLsp ones go there too.
+  const machine = llama;
+  fs.mkdirSync(path.join(dirs.userData, "Machine"), { recursive: true });
+  fs.writeFileSync(path.join(dirs.userData, "Machine/settings.json"), JSON.stringify(machine, null, 2));
   return dirs;
 }
 
@@ -252,6 +269,10 @@ async function openBrowser(dirs, url) {
   state.context = await chromium.launchPersistentContext(dirs.profile, {
     executablePath: chromiumPath,
     headless: true,
+    // Our own handlers stop code-server too; Playwright's would only close the browser and exit.
+    handleSIGINT: false,
+    handleSIGTERM: false,
+    handleSIGHUP: false,
     // Chromium writes crash-report and dconf state under the XDG directories: keep them in the run's directory.
     env: { ...process.env, XDG_CONFIG_HOME: dirs.xdg, XDG_CACHE_HOME: dirs.xdg },
     viewport: { width: 1440, height: 900 },
@@ -343,17 +364,22 @@ async function chatFrame(page) {
   });
 }
 
+// The last assistant message: its answer text (the `.body`, without the "Thinking…" placeholder and
+// the stats line), whether it is done, its finish reason and its stats line.
 async function lastAssistant(frame) {
   return frame.evaluate(() => {
     const all = document.querySelectorAll("#transcript .message.assistant");
     const m = all[all.length - 1];
     if (!m) return null;
     const stats = m.querySelector(".stats");
-    const copy = m.cloneNode(true);
-    copy.querySelectorAll(".stats").forEach((s) => s.remove());
+    let body = m.querySelector(".body");
+    if (!body) {
+      body = m.cloneNode(true);
+      body.querySelectorAll(".stats, .typing").forEach((s) => s.remove());
+    }
     return {
       count: all.length,
-      text: copy.textContent.trim(),
+      text: body.textContent.trim(),
       done: m.classList.contains("done"),
       finishReason: m.getAttribute("data-finish-reason"),
       stats: stats ? stats.textContent.trim().replace(/\s+/g, " ") : null,
@@ -361,31 +387,48 @@ async function lastAssistant(frame) {
   });
 }
 
-async function chat(page) {
-  const tab = page.locator(".activitybar").getByRole("tab", { name: /^Llama/ });
-  await tab.click({ timeout: 30_000 });
-  const frame = await chatFrame(page);
-  const question = `What does ${functionName} do?`;
+// Asks one question in the chat view; returns the finished answer and the text lengths seen while
+// it streamed.
+async function ask(frame, question, shotName) {
+  const before = (await lastAssistant(frame))?.count ?? 0;
   await frame.locator("textarea#prompt").fill(question, { timeout: 30_000 });
   await frame.locator("button#send").click({ timeout: 10_000 });
   await frame.locator("#transcript .message.user", { hasText: question }).waitFor({ timeout: 15_000 });
-
-  // Streaming: the answer's text must be seen growing before the message is done.
   const lengths = [];
-  const answer = await until("the chat answer to finish", 240_000, async () => {
+  let shot = false;
+  const answer = await until(`the answer to "${question}" to finish`, 240_000, async () => {
     const m = await lastAssistant(frame);
-    if (!m) return null;
+    if (!m || m.count <= before) return null;
     if (!m.done && m.text.length > 0 && m.text.length !== lengths[lengths.length - 1]) lengths.push(m.text.length);
-    if (lengths.length === 1 && !state.streamShot) state.streamShot = await screenshot("chat-streaming");
+    if (lengths.length > 0 && !m.done && !shot) shot = Boolean(await screenshot(shotName));
     return m.done ? m : null;
   }, 100);
-  log(`answer: ${answer.text.length} chars, finish ${answer.finishReason}, seen growing through lengths [${lengths.join(", ")}], stats "${answer.stats}"`);
+  log(`answer: ${answer.text.length} chars, finish ${answer.finishReason}, lengths seen while streaming [${lengths.join(", ")}], stats "${answer.stats}"`);
   log(`answer text: ${JSON.stringify(answer.text.slice(0, 300))}${answer.text.length > 300 ? "…" : ""}`);
-  check(lengths.length >= 2, `the answer did not stream: partial lengths seen before done: [${lengths.join(", ")}]`);
   check(answer.finishReason === "stop", `finish reason is ${JSON.stringify(answer.finishReason)}, expected "stop"`);
   check(answer.text.length > 0, "the answer is empty");
+  return { answer, lengths };
+}
+
+async function chat(page) {
+  const tab = page.locator(".activitybar").getByRole("tab", { name: /^Llama/ });
+  await tab.click({ timeout: 30_000 });
+  state.chat = await chatFrame(page);
+  const { lengths } = await ask(state.chat, `What does ${functionName} do?`, "chat-streaming");
+  check(lengths.length >= 2, `the answer did not stream: text lengths seen before done: [${lengths.join(", ")}]`);
   const status = await waitForStatus(page, /% cached|ready/, 30_000, 'the status bar to show "% cached" or "ready" after the answer');
   log(`status bar after chat: "${status}"`);
+}
+
+// A second turn of the same conversation: its prompt starts with the first turn's, which the server
+// keeps in the KV cache, so most of it is reused.
+async function chatFollowUp(page) {
+  const { answer } = await ask(state.chat, "What are its parameters?", "follow-up-streaming");
+  const reused = Number((/(\d+)%/.exec(answer.stats || "") || [])[1]);
+  check(reused > 0, `the follow-up reused nothing from the cache: stats "${answer.stats}"`);
+  const status = await waitForStatus(page, /Llama: \d+% cached/, 30_000, 'the status bar to show "NN% cached"');
+  check(Number(/(\d+)%/.exec(status)[1]) > 0, `the status bar shows no reuse after the follow-up: "${status}"`);
+  log(`status bar after the follow-up: "${status}"`);
 }
 
 // Finds the function's lines in the file: from its `def` to its last non-blank line.
@@ -398,15 +441,26 @@ function functionLines(text) {
   return { start, end, body: lines.slice(start, end + 1).join("\n") };
 }
 
-function hasDocstring(body) {
-  return /^def [^\n]*:\n[ \t]+(?:"""|''')/.test(body);
+// Documentation in a function: a docstring right after the `def` line, or a comment line.
+function hasDocumentation(body) {
+  return /^def [^\n]*:\n[ \t]+(?:"""|''')/.test(body) || /^[ \t]*#/m.test(body);
+}
+
+// The function's code without docstrings, comments and blank lines: what "Document" must leave alone.
+function codeOf(body) {
+  return body
+    .replace(/^[ \t]*("""|''')[\s\S]*?\1[ \t]*\n/gm, "")
+    .split("\n")
+    .map((l) => l.replace(/[ \t]*#.*$/, "").trimEnd())
+    .filter((l) => l.trim() !== "")
+    .join("\n");
 }
 
 async function documentFunction(page, dirs) {
   const file = path.join(dirs.workspace, fileName);
   const before = fs.readFileSync(file, "utf8");
   const fn = functionLines(before);
-  check(!hasDocstring(fn.body), `the fixture's ${functionName} already has a docstring`);
+  check(!hasDocumentation(fn.body), `the fixture's ${functionName} is already documented`);
 
   // Select the function: go to its first line, then extend the selection to the line after it.
   await page.locator(".editor-instance .monaco-editor .view-lines").click();
@@ -416,7 +470,7 @@ async function documentFunction(page, dirs) {
   await input.fill(`:${fn.start + 1}`);
   await page.keyboard.press("Enter");
   await page.keyboard.press("Home");
-  for (let i = fn.start; i <= fn.end; i++) await page.keyboard.press("Shift+Down");
+  for (let i = fn.start; i <= fn.end; i++) await page.keyboard.press("Shift+ArrowDown");
   await page.keyboard.press("Control+.");
   const action = page.locator(".action-widget .monaco-list-row", { hasText: "Llama: Document" });
   await action.waitFor({ timeout: 30_000 });
@@ -441,17 +495,24 @@ async function documentFunction(page, dirs) {
   });
   const changed = functionLines(after);
   log(`${functionName} after "Document":\n${changed.body}`);
-  check(hasDocstring(changed.body), `${functionName} did not gain a docstring`);
-  check(/return price - price \* percent/.test(changed.body), `${functionName}'s code changed, not only its documentation`);
+  check(changed.body !== fn.body, `${functionName} is unchanged on disk`);
+  check(hasDocumentation(changed.body), `${functionName} gained no docstring or comment`);
+  check(
+    codeOf(changed.body) === codeOf(fn.body),
+    `"Document" changed ${functionName}'s code, not only its documentation:\n` +
+      `--- code before\n${codeOf(fn.body)}\n--- code after\n${codeOf(changed.body)}`,
+  );
   const py = spawnSync("python3", ["-c", "import ast, sys; ast.parse(open(sys.argv[1]).read())", file], { encoding: "utf8" });
   check(py.status === 0, `${fileName} is no longer valid Python after the edit:\n${py.stderr}`);
 }
 
 // ---------------------------------------------------------------- failure report
 
+// The last `lines` lines of a file, leaving out streamed-token notifications (one per token).
 function tail(file, lines) {
   try {
-    return fs.readFileSync(file, "utf8").split("\n").slice(-lines).join("\n");
+    const all = fs.readFileSync(file, "utf8").split("\n");
+    return all.filter((l) => !l.includes('"delta"')).slice(-lines).join("\n");
   } catch (e) {
     return `(cannot read: ${e.message})`;
   }
@@ -466,14 +527,18 @@ function walk(dir) {
   return out;
 }
 
+// The extension host's own log and the extension's output channels (llama-lsp.llama-lsp/*.log).
 function printLogs(dirs) {
   const logsDir = path.join(dirs.userData, "logs");
   if (fs.existsSync(logsDir)) {
-    const files = walk(logsDir).filter((f) => /exthost/i.test(path.relative(logsDir, f)) && fs.statSync(f).size > 0);
-    for (const f of files) console.error(`\n----- ${path.relative(dirs.tmp, f)} (last 60 lines)\n${tail(f, 60)}`);
+    const files = walk(logsDir).filter((f) => {
+      const rel = path.relative(logsDir, f);
+      return /exthost/.test(rel) && (/llama-lsp/.test(rel) || /exthost\.log$/.test(rel)) && fs.statSync(f).size > 0;
+    });
+    for (const f of files) console.error(`\n----- ${path.relative(dirs.tmp, f)} (last 80 lines, streamed tokens left out)\n${tail(f, 80)}`);
   }
-  if (state.codeServerLog) console.error(`\n----- code-server log (last 60 lines)\n${tail(state.codeServerLog, 60)}`);
-  if (state.consoleErrors?.length) console.error(`\n----- browser console errors (last 20)\n${state.consoleErrors.slice(-20).join("\n")}`);
+  if (state.codeServerLog) console.error(`\n----- code-server log (last 40 lines)\n${tail(state.codeServerLog, 40)}`);
+  if (state.consoleErrors?.length) console.error(`\n----- browser console errors (last 10)\n${state.consoleErrors.slice(-10).join("\n")}`);
 }
 
 // ---------------------------------------------------------------- main
@@ -496,6 +561,7 @@ async function main() {
   });
   if (!withExtension) return;
   await step("chat", () => chat(page));
+  await step("chat-follow-up", () => chatFollowUp(page));
   await step("document", () => documentFunction(page, dirs));
   await step("status", async () => {
     const status = await waitForStatus(page, /Llama: .*(cached|ready)/, 60_000, "the status bar to show the cache reuse or ready");
@@ -509,13 +575,16 @@ async function fail(err) {
   console.error(`\ne2e: FAILED: ${err instanceof Failure ? err.message : err?.stack || err}`);
   const shot = await screenshot("failure");
   if (shot) console.error(`e2e: screenshot ${path.relative(repoRoot, shot)}`);
-  if (state.dirs) printLogs(state.dirs);
+  if (!state.dirs) return;
+  printLogs(state.dirs);
+  console.error(`\ne2e: FAILED: ${err instanceof Failure ? err.message : err?.message || err}`);
 }
 
-for (const signal of ["SIGINT", "SIGTERM"]) {
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
   process.on(signal, async () => {
     console.error(`\ne2e: ${signal}: stopping`);
-    state.failed = true;
+    state.failed = true; // nothing more is reported after this
+    state.interrupted = true;
     await cleanup();
     process.exit(130);
   });
