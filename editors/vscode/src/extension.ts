@@ -1,0 +1,91 @@
+/** Entry point: creates the parts, wires their events together, registers the commands. */
+
+import * as vscode from 'vscode';
+import { ChatController, errorMessage } from './chat/controller';
+import { EditorHost, editorContext } from './chat/host';
+import { CHAT_VIEW_ID, ChatViewProvider } from './chat/view';
+import { ACTION_COMMANDS, runAction } from './codeActions';
+import { Notifier } from './notifications';
+import { COMMAND_SHOW_ANSWER, SECTION, type ShowAnswerArgs } from './protocol';
+import { LlamaServer } from './server';
+import { statsSummary } from './status';
+import { StatusBar } from './statusBar';
+
+let server: LlamaServer | undefined;
+
+export function activate(context: vscode.ExtensionContext): void {
+  const output = vscode.window.createOutputChannel('Llama LSP', { log: true });
+  const traceOutput = vscode.window.createOutputChannel('Llama LSP Trace', { log: true });
+  const llama = new LlamaServer(context.extensionPath, output, traceOutput);
+  server = llama;
+  const notifier = new Notifier(llama, output);
+  const statusBar = new StatusBar('llamaLsp.showStats');
+  statusBar.show(llama.status);
+
+  const host = new EditorHost(llama, notifier);
+  const controller = new ChatController(llama, host);
+  const view = new ChatViewProvider(context.extensionUri, controller);
+
+  const actionDeps = { server: llama, chat: controller, notifier, revealChat: () => view.reveal(false) };
+  context.subscriptions.push(
+    output,
+    traceOutput,
+    llama,
+    statusBar,
+    host,
+    controller,
+    vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, view, {
+      webviewOptions: { retainContextWhenHidden: true },
+    }),
+    llama.onDidChangeStatus((status) => {
+      statusBar.show(status);
+      if (status.phase === 'error' && status.message !== undefined && !status.reported) {
+        notifier.serverError(status.message, status.installModel);
+      } else if (status.phase === 'ready' || status.phase === 'starting') {
+        notifier.forgetServerError();
+      }
+    }),
+    host.onDidChangeContext(() => controller.contextChanged()),
+    controller.onDidChangeBusy((busy) => void vscode.commands.executeCommand('setContext', 'llamaLsp.busy', busy)),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      // The other settings reach the running server (synchronize.configurationSection); a new command
+      // needs a new process.
+      if (event.affectsConfiguration(`${SECTION}.serverCommand`)) void llama.restart();
+    }),
+    vscode.commands.registerCommand('llamaLsp.askSelection', async () => {
+      const editor = vscode.window.activeTextEditor;
+      await view.reveal(true);
+      controller.pinContext(editor !== undefined ? editorContext(editor) : undefined);
+    }),
+    ...Object.entries(ACTION_COMMANDS).map(([id, action]) =>
+      vscode.commands.registerCommand(id, () => runAction(action, actionDeps)),
+    ),
+    vscode.commands.registerCommand('llamaLsp.newConversation', () => controller.newConversation()),
+    vscode.commands.registerCommand('llamaLsp.stop', () => controller.stop()),
+    vscode.commands.registerCommand('llamaLsp.restartServer', () => llama.restart()),
+    vscode.commands.registerCommand('llamaLsp.showStats', () => showStats(llama, output)),
+    vscode.commands.registerCommand(COMMAND_SHOW_ANSWER, async (answer: ShowAnswerArgs) => {
+      controller.showAnswer(answer);
+      await view.reveal(false);
+    }),
+  );
+  void llama.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await server?.stop(); // lets the server save its KV cache state before the window goes
+  server = undefined;
+}
+
+async function showStats(llama: LlamaServer, output: vscode.LogOutputChannel): Promise<void> {
+  try {
+    const stats = await llama.stats();
+    output.info(`assistant/stats: ${JSON.stringify(stats, null, 2)}`);
+    const choice = await vscode.window.showInformationMessage(`Llama: ${statsSummary(stats)}`, 'Show details');
+    if (choice === 'Show details') output.show();
+  } catch (error) {
+    void vscode.window.showErrorMessage(`Llama: no stats: ${errorMessage(error)}`, 'Show log').then((choice) => {
+      if (choice === 'Show log') output.show();
+    });
+  }
+}

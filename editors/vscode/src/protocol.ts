@@ -1,0 +1,171 @@
+/**
+ * llama-lsp's own LSP methods, commands and payloads, declared once for the extension and its tests.
+ * Mirrors `lsp_server/protocol.py`; `docs/protocol.md` documents them. Standard LSP types come from
+ * vscode-languageserver-protocol through the plain JSON shapes below, so that this module needs
+ * neither `vscode` nor the language client and the protocol test can import it in plain node.
+ */
+
+import { NotificationType, ProgressType, RequestType } from 'vscode-jsonrpc';
+
+export const CHAT = 'assistant/chat';
+export const STATS = 'assistant/stats';
+export const STATUS = 'assistant/status';
+
+/** workspace/executeCommand: resolve a code action and apply its edit through workspace/applyEdit. */
+export const COMMAND_CODE_ACTION = 'llamaLsp.codeAction';
+/** Client-side command the server's "Explain" code action returns. */
+export const COMMAND_SHOW_ANSWER = 'llamaLsp.showAnswer';
+
+/** LSP error codes the server answers with. */
+export const ErrorCode = {
+  InvalidParams: -32602,
+  RequestCancelled: -32800,
+  ContentModified: -32801,
+  RequestFailed: -32803,
+} as const;
+
+export interface Position {
+  line: number;
+  character: number;
+}
+
+export interface Range {
+  start: Position;
+  end: Position;
+}
+
+export interface TextEdit {
+  range: Range;
+  newText: string;
+}
+
+export interface TextDocumentEdit {
+  textDocument: { uri: string; version: number | null };
+  edits: TextEdit[];
+}
+
+export interface CreateFile {
+  kind: 'create';
+  uri: string;
+  options?: { overwrite?: boolean; ignoreIfExists?: boolean };
+}
+
+/** The subset of LSP's WorkspaceEdit the server produces (documentChanges), plus plain `changes`. */
+export interface WorkspaceEdit {
+  documentChanges?: (TextDocumentEdit | CreateFile)[];
+  changes?: Record<string, TextEdit[]>;
+}
+
+/** Counters of one turn; `nPrompt`/`nReused` describe its first model request (the cache reuse). */
+export interface TurnStats {
+  nPrompt: number;
+  nReused: number;
+  nEvaluated: number;
+  nGenerated: number;
+  tPrefillMs: number;
+  tFirstTokenMs: number;
+  tDecodeMs: number;
+  steps?: number;
+}
+
+export interface ChatParams {
+  message: string;
+  textDocument?: { uri: string };
+  range?: Range;
+  conversationId?: string;
+  partialResultToken?: string | number;
+  workDoneToken?: string | number;
+}
+
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'cancelled' | 'error';
+
+export interface ToolCall {
+  name: string;
+  arguments: Record<string, unknown>;
+  result: string;
+}
+
+export interface ChatResult {
+  conversationId: string;
+  content: string;
+  finishReason: FinishReason;
+  toolCalls: ToolCall[];
+  edit?: WorkspaceEdit;
+  editError?: string;
+  stats: TurnStats;
+}
+
+/** `$/progress` value for a chat's partialResultToken: the deltas concatenate to `content`. */
+export interface ChatDelta {
+  delta: string;
+}
+
+export type ServerState = 'loading' | 'ready' | 'busy' | 'error';
+
+export interface StatusParams {
+  state: ServerState;
+  message?: string;
+  queue?: number;
+  lastStats?: TurnStats;
+  /** With `error`: the catalogue model whose installation is the fix. */
+  installModel?: string;
+}
+
+export interface StatsResult {
+  state: ServerState;
+  model: string;
+  error: string | null;
+  engine: Record<string, unknown> | null;
+  totals: {
+    requests: number;
+    nPrompt: number;
+    nReused: number;
+    nEvaluated: number;
+    nGenerated: number;
+    cacheHitRate: number;
+  };
+  lastStats: TurnStats | null;
+}
+
+export type ActionKind = 'explain' | 'fix' | 'document' | 'refactor' | 'tests';
+
+/** The one argument of `llamaLsp.codeAction`, and the `data` of the server's code actions. */
+export interface CodeActionArgs {
+  uri: string;
+  range: Range;
+  kind: ActionKind;
+  version?: number;
+  diagnostics?: unknown[];
+}
+
+/** `llamaLsp.codeAction`'s result: the chat result, plus whether the edit was applied. */
+export interface CodeActionResult extends ChatResult {
+  applied?: boolean;
+  failureReason?: string;
+}
+
+/** The argument of `llamaLsp.showAnswer`. */
+export interface ShowAnswerArgs {
+  conversationId: string;
+  title: string;
+  content: string;
+}
+
+/** The settings the server takes as initializationOptions (and from the `llamaLsp` section). */
+export interface InitializationOptions {
+  model: string;
+  contextSize: number;
+  threads: number;
+}
+
+export const SECTION = 'llamaLsp';
+
+export const chatRequest = new RequestType<ChatParams, ChatResult, void>(CHAT);
+/**
+ * `assistant/stats` takes no params, but goes out with an empty object: the server's custom-method
+ * path drops a request that has no `params` member at all (seen with pygls 2.1), leaving it unanswered.
+ */
+export type StatsParams = Record<string, never>;
+export const statsRequest = new RequestType<StatsParams, StatsResult, void>(STATS);
+export const statusNotification = new NotificationType<StatusParams>(STATUS);
+export const chatDeltaProgress = new ProgressType<ChatDelta>();

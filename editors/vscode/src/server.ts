@@ -1,0 +1,243 @@
+/**
+ * The server's lifecycle: find its command, start it as a language client, stop and restart it, and
+ * turn what it reports (status notifications, loading progress, messages) into one ServerStatus. Also
+ * the typed requests the rest of the extension sends, so that only this module knows the client.
+ */
+
+import * as os from 'node:os';
+import * as vscode from 'vscode';
+import {
+  ExecuteCommandRequest,
+  LanguageClient,
+  MessageType,
+  ShowMessageNotification,
+  State,
+  TransportKind,
+  type LanguageClientOptions,
+  type ServerOptions,
+  type ShowMessageParams,
+} from 'vscode-languageclient/node';
+import {
+  COMMAND_CODE_ACTION,
+  SECTION,
+  chatDeltaProgress,
+  chatRequest,
+  statsRequest,
+  statusNotification,
+  type ChatParams,
+  type ChatResult,
+  type CodeActionArgs,
+  type CodeActionResult,
+  type StatsResult,
+  type WorkspaceEdit,
+} from './protocol';
+import { repeatsStatusError } from './notifications';
+import { isExecutable, resolveServerCommand, type ServerCommand } from './serverCommand';
+import { initializationOptions, readSettings } from './settings';
+import { applyLoadProgress, applyStatusNotification, initialStatus, type ServerStatus } from './status';
+
+export const NOT_FOUND =
+  'Could not find the llama-lsp server: install the llama-lsp Python package (in its checkout: make setup) or set llamaLsp.serverCommand.';
+
+export class LlamaServer implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private starting: Promise<void> | undefined;
+  private requestCounter = 0;
+  private current: ServerStatus = initialStatus;
+  private readonly statusChanged = new vscode.EventEmitter<ServerStatus>();
+  readonly onDidChangeStatus = this.statusChanged.event;
+  /** The command the running server was started with. */
+  command: ServerCommand | undefined;
+
+  constructor(
+    private readonly extensionPath: string,
+    private readonly output: vscode.LogOutputChannel,
+    private readonly traceOutput: vscode.LogOutputChannel,
+  ) {}
+
+  get status(): ServerStatus {
+    return this.current;
+  }
+
+  start(): Promise<void> {
+    this.starting ??= this.startClient().finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  async stop(): Promise<void> {
+    await this.starting?.catch(() => undefined);
+    const client = this.client;
+    this.client = undefined;
+    if (client !== undefined) {
+      try {
+        await client.dispose(5000); // the server saves its slots' KV state on shutdown
+      } catch (error) {
+        this.output.warn(`stopping the server: ${String(error)}`);
+      }
+    }
+    this.setStatus({ phase: 'stopped', lastStats: this.current.lastStats });
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  async chat(
+    params: ChatParams,
+    onDelta: (text: string) => void,
+    token: vscode.CancellationToken,
+  ): Promise<ChatResult> {
+    const client = await this.running();
+    const partialResultToken = `llama-lsp-chat-${++this.requestCounter}`;
+    const progress = client.onProgress(chatDeltaProgress, partialResultToken, (value) => onDelta(value.delta));
+    try {
+      return this.noteStats(await client.sendRequest(chatRequest, { ...params, partialResultToken }, token));
+    } finally {
+      progress.dispose();
+    }
+  }
+
+  async stats(): Promise<StatsResult> {
+    return (await this.running()).sendRequest(statsRequest, {});
+  }
+
+  /** Runs a code action to the end: the server applies its edit through workspace/applyEdit. */
+  async runCodeAction(args: CodeActionArgs, token: vscode.CancellationToken): Promise<CodeActionResult> {
+    const client = await this.running();
+    const result: CodeActionResult = await client.sendRequest(
+      ExecuteCommandRequest.type,
+      { command: COMMAND_CODE_ACTION, arguments: [args] },
+      token,
+    );
+    return this.noteStats(result);
+  }
+
+  async toCodeEdit(edit: WorkspaceEdit): Promise<vscode.WorkspaceEdit> {
+    return (await this.running()).protocol2CodeConverter.asWorkspaceEdit(edit);
+  }
+
+  async toProtocolDiagnostics(diagnostics: vscode.Diagnostic[]): Promise<unknown[]> {
+    return (await this.running()).code2ProtocolConverter.asDiagnostics(diagnostics);
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.statusChanged.dispose();
+  }
+
+  private async running(): Promise<LanguageClient> {
+    await this.starting;
+    if (this.client === undefined || this.client.state !== State.Running) {
+      throw new Error(
+        this.current.phase === 'error' && this.current.message
+          ? this.current.message
+          : 'The llama-lsp server is not running.',
+      );
+    }
+    return this.client;
+  }
+
+  /**
+   * A response carries its own request's stats. The server's `ready` status can come before it has
+   * counted them, so the status bar takes them from here too.
+   */
+  private noteStats<T extends { stats?: ChatResult['stats'] }>(result: T): T {
+    if (result?.stats !== undefined) this.setStatus({ ...this.current, lastStats: result.stats });
+    return result;
+  }
+
+  private setStatus(status: ServerStatus): void {
+    this.current = status;
+    this.statusChanged.fire(status);
+  }
+
+  private async startClient(): Promise<void> {
+    const config = vscode.workspace.getConfiguration(SECTION);
+    const settings = readSettings(config);
+    const folders = (vscode.workspace.workspaceFolders ?? [])
+      .filter((f) => f.uri.scheme === 'file')
+      .map((f) => f.uri.fsPath);
+    const command = resolveServerCommand(settings.serverCommand, {
+      pathVariable: process.env.PATH ?? '',
+      workspaceFolders: folders,
+      extensionPath: this.extensionPath,
+      homeDir: os.homedir(),
+      platform: process.platform,
+      isExecutable,
+    });
+    this.command = command;
+    if (command === undefined) {
+      this.output.error(NOT_FOUND);
+      this.setStatus({ phase: 'error', message: NOT_FOUND, lastStats: this.current.lastStats });
+      return;
+    }
+    this.output.info(`starting ${[command.command, ...command.args].join(' ')} --stdio (from ${command.source})`);
+    this.setStatus({ phase: 'starting', lastStats: this.current.lastStats });
+
+    // TransportKind.stdio makes the client append `--stdio`, which the server accepts.
+    const serverOptions: ServerOptions = {
+      command: command.command,
+      args: command.args,
+      transport: TransportKind.stdio,
+      options: folders.length > 0 ? { cwd: folders[0] } : undefined,
+    };
+    const clientOptions: LanguageClientOptions = {
+      // Every file: the server answers about any text, and a chat's document must be open in it.
+      documentSelector: [{ scheme: 'file' }],
+      initializationOptions: () => initializationOptions(readSettings(vscode.workspace.getConfiguration(SECTION))),
+      // Sends workspace/didChangeConfiguration with the section when a llamaLsp setting changes.
+      synchronize: { configurationSection: SECTION },
+      outputChannel: this.output,
+      traceOutputChannel: this.traceOutput,
+      middleware: {
+        // The only work-done progress the server starts itself is the model's loading.
+        handleWorkDoneProgress: (token, params, next) => {
+          this.setStatus(applyLoadProgress(this.current, params));
+          next(token, params);
+        },
+      },
+    };
+    const client = new LanguageClient('llamaLsp', 'Llama LSP', serverOptions, clientOptions);
+    client.onNotification(statusNotification, (params) =>
+      this.setStatus(applyStatusNotification(this.current, params)),
+    );
+    // Replaces the client's own handler: a load error arrives both as a status and as a message, and
+    // the status already gives the user a notification with actions.
+    client.onNotification(ShowMessageNotification.type, (params) => this.showMessage(params));
+    client.onDidChangeState((event) => {
+      if (event.newState === State.Stopped && this.client === client && this.current.phase !== 'error') {
+        this.setStatus({ phase: 'stopped', lastStats: this.current.lastStats });
+      }
+    });
+    this.client = client;
+    try {
+      await client.start();
+    } catch (error) {
+      // The client has already shown its own notification and logged the cause.
+      this.setStatus({
+        phase: 'error',
+        message: `The llama-lsp server did not start (${command.command}): ${error instanceof Error ? error.message : String(error)}`,
+        lastStats: this.current.lastStats,
+        reported: true,
+      });
+    }
+  }
+
+  private showMessage(params: ShowMessageParams): void {
+    if (repeatsStatusError(params, this.current)) {
+      this.output.error(params.message);
+      return;
+    }
+    switch (params.type) {
+      case MessageType.Error:
+        void vscode.window.showErrorMessage(params.message);
+        break;
+      case MessageType.Warning:
+        void vscode.window.showWarningMessage(params.message);
+        break;
+      default:
+        void vscode.window.showInformationMessage(params.message);
+    }
+  }
+}

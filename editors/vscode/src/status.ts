@@ -1,0 +1,117 @@
+/**
+ * What the status bar says, derived from the server's `assistant/status` notifications, the model's
+ * work-done progress while it loads, and the client's own state. Pure: statusBar.ts shows the result.
+ */
+
+import type { StatsResult, StatusParams, TurnStats } from './protocol';
+
+export type Phase = 'starting' | 'loading' | 'ready' | 'busy' | 'error' | 'stopped';
+
+export interface ServerStatus {
+  phase: Phase;
+  message?: string;
+  /** Loading progress, 0-100, when the server reports one. */
+  percent?: number;
+  queue?: number;
+  lastStats?: TurnStats;
+  installModel?: string;
+  /** The language client has already told the user (its own notification): do not repeat it. */
+  reported?: boolean;
+}
+
+export const initialStatus: ServerStatus = { phase: 'starting' };
+
+/** The server's notification replaces the state, except the last stats, which outlive a restart. */
+export function applyStatusNotification(previous: ServerStatus, params: StatusParams): ServerStatus {
+  return {
+    phase: params.state,
+    message: params.message,
+    queue: params.queue,
+    lastStats: params.lastStats ?? previous.lastStats,
+    installModel: params.installModel,
+    percent: params.state === 'loading' ? previous.percent : undefined,
+  };
+}
+
+/** Work-done progress values ({kind: begin|report|end, percentage?, message?}) while loading. */
+export function applyLoadProgress(
+  previous: ServerStatus,
+  value: { kind: string; percentage?: number; message?: string; title?: string },
+): ServerStatus {
+  if (previous.phase !== 'loading' && previous.phase !== 'starting') return previous;
+  if (value.kind === 'end') return { ...previous, percent: undefined };
+  const percent = typeof value.percentage === 'number' ? Math.round(value.percentage) : previous.percent;
+  return { ...previous, phase: 'loading', percent, message: value.message ?? value.title ?? previous.message };
+}
+
+/** Share of the prompt served from the KV cache, as a whole percentage; undefined without a prompt. */
+export function reusePercent(stats: Pick<TurnStats, 'nPrompt' | 'nReused'> | undefined): number | undefined {
+  if (stats === undefined || !(stats.nPrompt > 0)) return undefined;
+  return Math.round((100 * stats.nReused) / stats.nPrompt);
+}
+
+const count = (n: number): string => n.toLocaleString('en-US');
+
+/** "1,728 of 1,800 prompt tokens cached (96%) · 40 tokens" */
+export function formatStats(stats: TurnStats): string {
+  const percent = reusePercent(stats) ?? 0;
+  return (
+    `${count(stats.nReused)} of ${count(stats.nPrompt)} prompt tokens cached (${percent}%)` +
+    ` · ${count(stats.nGenerated)} tokens`
+  );
+}
+
+export interface StatusView {
+  text: string;
+  tooltip: string;
+  isError: boolean;
+}
+
+export function statusView(status: ServerStatus): StatusView {
+  const details: string[] = [];
+  if (status.message) details.push(status.message);
+  let text: string;
+  switch (status.phase) {
+    case 'starting':
+      text = '$(loading~spin) Llama: starting';
+      break;
+    case 'loading':
+      text = `$(loading~spin) Llama: loading${status.percent !== undefined ? ` ${status.percent}%` : ''}`;
+      break;
+    case 'busy':
+      text = '$(sync~spin) Llama: busy';
+      if (status.queue) details.push(`${status.queue} waiting`);
+      break;
+    case 'ready': {
+      const percent = reusePercent(status.lastStats);
+      text = percent === undefined ? '$(check) Llama: ready' : `$(check) Llama: ${percent}% cached`;
+      break;
+    }
+    case 'error':
+      text = '$(error) Llama: error';
+      break;
+    case 'stopped':
+      text = '$(circle-slash) Llama: stopped';
+      break;
+  }
+  if (status.lastStats) details.push(`Last request: ${formatStats(status.lastStats)}`);
+  details.push('Click for cache stats');
+  return { text, tooltip: details.join('\n'), isError: status.phase === 'error' };
+}
+
+/** One line for "Show cache stats". */
+export function statsSummary(stats: StatsResult): string {
+  const t = stats.totals;
+  const parts = [`${stats.model}: ${stats.state}`];
+  const requests = `${count(t.requests)} request${t.requests === 1 ? '' : 's'}`;
+  if (t.nPrompt > 0) {
+    parts.push(
+      `${requests}, ${count(t.nReused)} of ${count(t.nPrompt)} prompt tokens cached (${Math.round(100 * t.cacheHitRate)}%)`,
+    );
+  } else {
+    parts.push(requests);
+  }
+  if (stats.lastStats) parts.push(`last: ${formatStats(stats.lastStats)}`);
+  if (stats.error) parts.push(stats.error);
+  return parts.join(' · ');
+}

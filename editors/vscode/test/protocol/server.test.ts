@@ -1,0 +1,241 @@
+/**
+ * The protocol against the real server, over stdio, with the payloads the extension sends (the request
+ * types and settings come from the extension's own modules). Needs the llama-lsp executable
+ * (LLAMA_LSP_SERVER, default: the repository's .venv) and an installed model (LLAMA_LSP_MODEL, default
+ * the small test model); a missing one fails the test rather than skipping it.
+ */
+
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import {
+  CancellationTokenSource,
+  ResponseError,
+  StreamMessageReader,
+  StreamMessageWriter,
+  createMessageConnection,
+  type MessageConnection,
+} from 'vscode-jsonrpc/node';
+import {
+  ErrorCode,
+  SECTION,
+  chatDeltaProgress,
+  chatRequest,
+  statsRequest,
+  statusNotification,
+  type ChatParams,
+  type ChatResult,
+  type StatusParams,
+} from '../../src/protocol';
+import { initializationOptions, readSettings } from '../../src/settings';
+
+const repoRoot = path.resolve(__dirname, '..', '..', '..', '..', '..');
+const serverPath = process.env.LLAMA_LSP_SERVER ?? path.join(repoRoot, '.venv', 'bin', 'llama-lsp');
+const model = process.env.LLAMA_LSP_MODEL ?? 'qwen2.5-coder-0.5b';
+const LOAD_TIMEOUT_MS = 300_000;
+
+const SOURCE = `def add(a, b):
+    return a + b
+
+
+def mean(values):
+    return sum(values) / len(values)
+`;
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+describe(`llama-lsp over stdio (${model})`, { timeout: 600_000 }, () => {
+  let child: ChildProcessWithoutNullStreams;
+  let connection: MessageConnection;
+  let workspace: string;
+  let documentUri: string;
+  const statuses: StatusParams[] = [];
+  const shownMessages: string[] = [];
+  let stderr = '';
+  let tokenCounter = 0;
+
+  // What the extension sends as initializationOptions, plus two test-only server settings: a private
+  // cache directory (no slot state from other runs) and a bound on answer length (time on 2 cores).
+  const settings = readSettings({ get: <T>(key: string) => (key === 'model' ? model : undefined) as T | undefined });
+  const options = { ...initializationOptions(settings), cacheDir: '', maxTokens: 256 };
+
+  /** assistant/chat as the extension's LlamaServer.chat sends it: a fresh partialResultToken per request. */
+  async function chat(
+    params: ChatParams,
+    onDelta: (text: string) => void,
+    source?: CancellationTokenSource,
+  ): Promise<ChatResult> {
+    const partialResultToken = `llama-lsp-chat-${++tokenCounter}`;
+    const progress = connection.onProgress(chatDeltaProgress, partialResultToken, (value) => onDelta(value.delta));
+    try {
+      return await connection.sendRequest(chatRequest, { ...params, partialResultToken }, source?.token);
+    } finally {
+      progress.dispose();
+    }
+  }
+
+  before(async () => {
+    assert.ok(
+      fs.existsSync(serverPath),
+      `no llama-lsp server at ${serverPath}: run make setup, or set LLAMA_LSP_SERVER`,
+    );
+    workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'llama-lsp-protocol-'));
+    options.cacheDir = path.join(workspace, '.cache');
+    const file = path.join(workspace, 'stats.py');
+    fs.writeFileSync(file, SOURCE);
+    documentUri = pathToFileURL(file).href;
+
+    child = spawn(serverPath, ['--stdio'], { cwd: workspace, stdio: 'pipe' });
+    child.stderr.on('data', (data: Buffer) => {
+      stderr = (stderr + data.toString()).slice(-4000);
+      if (process.env.LLAMA_LSP_TEST_LOG) process.stderr.write(data); // the server's log, to debug a failure
+    });
+    connection = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+    const statusListeners: ((params: StatusParams) => void)[] = [];
+    connection.onNotification(statusNotification, (params) => {
+      statuses.push(params);
+      for (const listener of statusListeners) listener(params);
+    });
+    connection.onNotification('window/showMessage', (params: { message: string }) => {
+      shownMessages.push(params.message);
+    });
+    connection.onNotification('window/logMessage', () => undefined);
+    connection.onRequest('window/workDoneProgress/create', () => null);
+    connection.onRequest('client/registerCapability', () => null);
+    connection.onRequest('workspace/configuration', (params: { items: { section?: string }[] }) =>
+      params.items.map((item) => (item.section === SECTION ? options : null)),
+    );
+    connection.listen();
+
+    const ready = new Promise<void>((resolve, reject) => {
+      statusListeners.push((params) => {
+        if (params.state === 'ready') resolve();
+        if (params.state === 'error') reject(new Error(`server error: ${params.message}`));
+      });
+      child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
+    });
+    await connection.sendRequest('initialize', {
+      processId: process.pid,
+      rootUri: pathToFileURL(workspace).href,
+      workspaceFolders: [{ uri: pathToFileURL(workspace).href, name: 'w' }],
+      capabilities: { window: { workDoneProgress: true }, workspace: { configuration: true, workspaceFolders: true } },
+      initializationOptions: options,
+    });
+    await connection.sendNotification('initialized', {});
+    await withTimeout(ready, LOAD_TIMEOUT_MS, 'the model to load');
+    await connection.sendNotification('textDocument/didOpen', {
+      textDocument: { uri: documentUri, languageId: 'python', version: 1, text: SOURCE },
+    });
+  });
+
+  after(async () => {
+    if (connection !== undefined) {
+      try {
+        await withTimeout(connection.sendRequest('shutdown'), 15_000, 'shutdown');
+        await connection.sendNotification('exit');
+      } catch {
+        // the process is killed below either way
+      }
+      connection.dispose();
+    }
+    if (child !== undefined && child.exitCode === null) {
+      await withTimeout(new Promise((resolve) => child.once('exit', resolve)), 5_000, 'exit').catch(() => child.kill());
+    }
+    if (workspace) fs.rmSync(workspace, { recursive: true, force: true });
+  });
+
+  let first: ChatResult;
+
+  test('the answer streams as $/progress deltas that concatenate to the content', { timeout: 180_000 }, async () => {
+    const deltas: string[] = [];
+    first = await chat(
+      {
+        message: 'What does mean() return? Answer in one short sentence.',
+        textDocument: { uri: documentUri },
+        range: { start: { line: 4, character: 0 }, end: { line: 6, character: 0 } },
+      },
+      (delta) => deltas.push(delta),
+    );
+    assert.ok(first.content.trim().length > 0, 'an answer');
+    assert.ok(deltas.length >= 2, `several deltas, got ${deltas.length}`);
+    assert.equal(deltas.join(''), first.content);
+    assert.ok(['stop', 'length'].includes(first.finishReason), first.finishReason);
+    assert.equal(typeof first.conversationId, 'string');
+    assert.ok(first.stats.nPrompt > 0 && first.stats.nGenerated > 0);
+    assert.ok(
+      statuses.some((s) => s.state === 'busy'),
+      'a busy status while it answered',
+    );
+  });
+
+  test('a follow-up in the same conversation reuses the cached prompt', { timeout: 180_000 }, async (t) => {
+    const deltas: string[] = [];
+    const followUp = await chat(
+      {
+        message: 'And what if values is empty? One sentence.',
+        textDocument: { uri: documentUri },
+        conversationId: first.conversationId,
+      },
+      (delta) => deltas.push(delta),
+    );
+    assert.equal(followUp.conversationId, first.conversationId);
+    assert.equal(deltas.join(''), followUp.content);
+    const { nPrompt, nReused } = followUp.stats;
+    assert.ok(nReused > 0, `nReused ${nReused}`);
+    assert.ok(nReused / nPrompt > 0.5, `${nReused} of ${nPrompt} prompt tokens reused`);
+    t.diagnostic(
+      `follow-up: ${nReused} of ${nPrompt} prompt tokens reused, first token ${followUp.stats.tFirstTokenMs} ms`,
+    );
+    t.diagnostic(
+      `first question: first token ${first.stats.tFirstTokenMs} ms for ${first.stats.nPrompt} prompt tokens`,
+    );
+    const stats = await withTimeout(connection.sendRequest(statsRequest, {}), 30_000, 'assistant/stats');
+    assert.equal(stats.model, model);
+    assert.ok(stats.totals.requests >= 2);
+    assert.equal(stats.lastStats?.nPrompt, nPrompt);
+    assert.equal(stats.lastStats?.nReused, nReused);
+  });
+
+  test('cancelling answers RequestCancelled (-32800) promptly', { timeout: 180_000 }, async (t) => {
+    const source = new CancellationTokenSource();
+    let cancelledAt = 0;
+    const answer = chat(
+      {
+        message: 'Write a long, detailed tutorial about Python lists, with many examples.',
+        textDocument: { uri: documentUri },
+      },
+      () => {
+        if (cancelledAt === 0) {
+          cancelledAt = Date.now();
+          source.cancel();
+        }
+      },
+      source,
+    );
+    await assert.rejects(answer, (error: unknown) => {
+      assert.ok(error instanceof ResponseError, String(error));
+      assert.equal(error.code, ErrorCode.RequestCancelled);
+      return true;
+    });
+    const latency = Date.now() - cancelledAt;
+    assert.ok(cancelledAt > 0, 'cancelled after the first delta');
+    assert.ok(latency < 5_000, `answered ${latency} ms after the cancel`);
+    t.diagnostic(`RequestCancelled ${latency} ms after $/cancelRequest`);
+  });
+
+  test('the server is still serving after the cancel, and reports no errors', { timeout: 180_000 }, async () => {
+    const result = await chat({ message: 'Say OK.' }, () => undefined);
+    assert.ok(result.content.length > 0);
+    assert.deepEqual(shownMessages, []);
+  });
+});

@@ -1,0 +1,114 @@
+/**
+ * The parts of the `vscode` API that the unit-tested modules touch, as small working fakes. Tests
+ * read and set `stub` to see what the code did (status items, configuration values).
+ */
+
+export const stub = {
+  config: {} as Record<string, unknown>,
+  statusItems: [] as FakeStatusBarItem[],
+  executed: [] as unknown[][],
+  reset(): void {
+    stub.config = {};
+    stub.statusItems = [];
+    stub.executed = [];
+  },
+};
+
+export class Disposable {
+  constructor(private readonly onDispose: () => void = () => undefined) {}
+  dispose(): void {
+    this.onDispose();
+  }
+}
+
+type Listener<T> = (value: T) => unknown;
+
+export class EventEmitter<T> {
+  private listeners: Listener<T>[] = [];
+  readonly event = (listener: Listener<T>): Disposable => {
+    this.listeners.push(listener);
+    return new Disposable(() => {
+      this.listeners = this.listeners.filter((l) => l !== listener);
+    });
+  };
+  fire(value: T): void {
+    for (const listener of [...this.listeners]) listener(value);
+  }
+  dispose(): void {
+    this.listeners = [];
+  }
+}
+
+export class CancellationTokenSource {
+  private readonly cancelled = new EventEmitter<void>();
+  readonly token = {
+    isCancellationRequested: false,
+    onCancellationRequested: this.cancelled.event,
+  };
+  cancel(): void {
+    if (this.token.isCancellationRequested) return;
+    this.token.isCancellationRequested = true;
+    this.cancelled.fire();
+  }
+  dispose(): void {
+    this.cancelled.dispose();
+  }
+}
+
+export enum StatusBarAlignment {
+  Left = 1,
+  Right = 2,
+}
+
+export class ThemeColor {
+  constructor(readonly id: string) {}
+}
+
+export class FakeStatusBarItem {
+  name = '';
+  text = '';
+  tooltip: string | undefined;
+  command: string | undefined;
+  backgroundColor: ThemeColor | undefined;
+  visible = false;
+  constructor(
+    readonly id: string,
+    readonly alignment: StatusBarAlignment,
+    readonly priority: number,
+  ) {}
+  show(): void {
+    this.visible = true;
+  }
+  hide(): void {
+    this.visible = false;
+  }
+  dispose(): void {
+    this.visible = false;
+  }
+}
+
+export const window = {
+  createStatusBarItem(id: string, alignment: StatusBarAlignment, priority: number): FakeStatusBarItem {
+    const item = new FakeStatusBarItem(id, alignment, priority);
+    stub.statusItems.push(item);
+    return item;
+  },
+};
+
+export const workspace = {
+  getConfiguration(section: string) {
+    return {
+      get<T>(key: string, fallback?: T): T | undefined {
+        const value = stub.config[`${section}.${key}`];
+        return (value === undefined ? fallback : value) as T | undefined;
+      },
+    };
+  },
+};
+
+export const commands = {
+  async executeCommand(...args: unknown[]): Promise<unknown> {
+    stub.executed.push(args);
+    return undefined;
+  },
+};

@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import { beforeEach, describe, test } from 'node:test';
+import type { TurnStats } from '../../src/protocol';
+import {
+  applyLoadProgress,
+  applyStatusNotification,
+  formatStats,
+  initialStatus,
+  reusePercent,
+  statsSummary,
+  statusView,
+  type ServerStatus,
+} from '../../src/status';
+import { STATUS_ITEM_ID, StatusBar } from '../../src/statusBar';
+import { stub } from '../stub/vscode';
+
+const stats: TurnStats = {
+  nPrompt: 1800,
+  nReused: 1728,
+  nEvaluated: 72,
+  nGenerated: 40,
+  tPrefillMs: 310.2,
+  tFirstTokenMs: 322.9,
+  tDecodeMs: 1450,
+  steps: 1,
+};
+
+describe('status text', () => {
+  test('each phase reads "Llama: …" with its icon', () => {
+    const text = (status: ServerStatus): string => statusView(status).text;
+    assert.equal(text(initialStatus), '$(loading~spin) Llama: starting');
+    assert.equal(text({ phase: 'loading' }), '$(loading~spin) Llama: loading');
+    assert.equal(text({ phase: 'loading', percent: 40 }), '$(loading~spin) Llama: loading 40%');
+    assert.equal(text({ phase: 'busy', queue: 2 }), '$(sync~spin) Llama: busy');
+    assert.equal(text({ phase: 'ready' }), '$(check) Llama: ready');
+    assert.equal(text({ phase: 'ready', lastStats: stats }), '$(check) Llama: 96% cached');
+    assert.equal(text({ phase: 'error', message: 'no model' }), '$(error) Llama: error');
+    assert.equal(text({ phase: 'stopped' }), '$(circle-slash) Llama: stopped');
+  });
+
+  test('the tooltip carries the message, the queue and the last request', () => {
+    const view = statusView({ phase: 'busy', message: 'qwen ready', queue: 2, lastStats: stats });
+    assert.match(view.tooltip, /qwen ready/);
+    assert.match(view.tooltip, /2 waiting/);
+    assert.match(view.tooltip, /1,728 of 1,800 prompt tokens cached \(96%\)/);
+    assert.equal(view.isError, false);
+    assert.equal(statusView({ phase: 'error', message: 'x' }).isError, true);
+  });
+
+  test('reuse is nReused / nPrompt, rounded, and absent without a prompt', () => {
+    assert.equal(reusePercent(stats), 96);
+    assert.equal(reusePercent({ nPrompt: 3, nReused: 2 }), 67);
+    assert.equal(reusePercent({ nPrompt: 0, nReused: 0 }), undefined);
+    assert.equal(reusePercent(undefined), undefined);
+    assert.equal(
+      statusView({ phase: 'ready', lastStats: { ...stats, nPrompt: 0, nReused: 0 } }).text,
+      '$(check) Llama: ready',
+    );
+  });
+
+  test('stats read like the chat shows them', () => {
+    assert.equal(formatStats(stats), '1,728 of 1,800 prompt tokens cached (96%) · 40 tokens');
+    assert.equal(
+      formatStats({ ...stats, nPrompt: 0, nReused: 0, nGenerated: 1 }),
+      '0 of 0 prompt tokens cached (0%) · 1 tokens',
+    );
+  });
+
+  test('a status notification replaces the state but keeps the last stats', () => {
+    const ready = applyStatusNotification(initialStatus, { state: 'ready', message: 'm ready', lastStats: stats });
+    const busy = applyStatusNotification(ready, { state: 'busy', queue: 1 });
+    assert.deepEqual(busy, {
+      phase: 'busy',
+      message: undefined,
+      queue: 1,
+      lastStats: stats,
+      installModel: undefined,
+      percent: undefined,
+    });
+    const error = applyStatusNotification(busy, {
+      state: 'error',
+      message: 'gone',
+      installModel: 'qwen2.5-coder-1.5b',
+    });
+    assert.equal(error.installModel, 'qwen2.5-coder-1.5b');
+    assert.equal(error.lastStats, stats);
+  });
+
+  test('loading progress sets the percentage while loading, and only then', () => {
+    let status = applyStatusNotification(initialStatus, { state: 'loading', message: 'loading m' });
+    status = applyLoadProgress(status, { kind: 'begin', title: 'Loading m' });
+    assert.equal(statusView(status).text, '$(loading~spin) Llama: loading');
+    status = applyLoadProgress(status, { kind: 'report', percentage: 39.6 });
+    assert.equal(statusView(status).text, '$(loading~spin) Llama: loading 40%');
+    status = applyLoadProgress(status, { kind: 'end' });
+    assert.equal(status.percent, undefined);
+    const ready: ServerStatus = { phase: 'ready' };
+    assert.equal(applyLoadProgress(ready, { kind: 'report', percentage: 50 }), ready);
+  });
+
+  test('the stats summary names the model, the totals and the last request', () => {
+    const line = statsSummary({
+      state: 'ready',
+      model: 'qwen2.5-coder-0.5b',
+      error: null,
+      engine: null,
+      totals: { requests: 3, nPrompt: 4000, nReused: 3000, nEvaluated: 1000, nGenerated: 90, cacheHitRate: 0.75 },
+      lastStats: stats,
+    });
+    assert.equal(
+      line,
+      'qwen2.5-coder-0.5b: ready · 3 requests, 3,000 of 4,000 prompt tokens cached (75%) · last: 1,728 of 1,800 prompt tokens cached (96%) · 40 tokens',
+    );
+  });
+});
+
+describe('StatusBar', () => {
+  beforeEach(() => stub.reset());
+
+  test('creates the llamaLsp.status item that runs show stats, and shows the view', () => {
+    const bar = new StatusBar('llamaLsp.showStats');
+    const [item] = stub.statusItems;
+    assert.equal(item.id, STATUS_ITEM_ID);
+    assert.equal(item.id, 'llamaLsp.status');
+    assert.equal(item.name, 'Llama LSP');
+    assert.equal(item.command, 'llamaLsp.showStats');
+    bar.show({ phase: 'ready', lastStats: stats });
+    assert.equal(item.text, '$(check) Llama: 96% cached');
+    assert.equal(item.visible, true);
+    assert.equal(item.backgroundColor, undefined);
+    bar.show({ phase: 'error', message: 'no model' });
+    // (read through a fresh reference: the assertion above narrowed the property to undefined)
+    const shown: { backgroundColor?: { id: string } } = item;
+    assert.equal(shown.backgroundColor?.id, 'statusBarItem.errorBackground');
+    assert.match(String(item.tooltip), /no model/);
+  });
+});
