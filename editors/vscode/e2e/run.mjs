@@ -77,7 +77,7 @@ function preflight() {
 // What cleanup and the failure report need; `chat` is the chat webview frame.
 const state = {
   tmp: null, dirs: null, codeServer: null, codeServerLog: null, context: null, page: null, chat: null,
-  consoleErrors: [], shot: 0, cleaning: null, failed: false, interrupted: false,
+  consoleErrors: [], shot: 0, cleaning: null, failed: false, interrupted: false, lock: null,
 };
 
 function run(cmd, argv, opts = {}) {
@@ -162,6 +162,7 @@ async function cleanup() {
       await Promise.race([ctx.close().catch(() => {}), sleep(10_000)]);
     }
     await stopCodeServer();
+    if (state.lock) fs.rmSync(state.lock, { force: true });
     if (state.tmp) {
       const leftovers = spawnSync("pgrep", ["-af", state.tmp], { encoding: "utf8" }).stdout.trim();
       if (leftovers) console.error(`e2e: processes still running from ${state.tmp}:\n${leftovers}`);
@@ -543,9 +544,32 @@ function printLogs(dirs) {
 
 // ---------------------------------------------------------------- main
 
+// One run at a time: runs share test-results/ and, on a small machine, the CPU their timeouts assume.
+function lockResults() {
+  const lock = path.join(resultsDir, ".run.pid");
+  fs.mkdirSync(resultsDir, { recursive: true });
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      fs.writeFileSync(lock, String(process.pid), { flag: "wx" });
+      state.lock = lock;
+      return;
+    } catch (e) {
+      if (e.code !== "EEXIST") throw e;
+    }
+    const other = Number(fs.readFileSync(lock, "utf8"));
+    let alive = false;
+    try {
+      alive = other > 0 && process.kill(other, 0);
+    } catch {}
+    check(!alive, `another e2e run (pid ${other}) is using ${path.relative(repoRoot, resultsDir)}; wait for it to end`);
+    fs.rmSync(lock, { force: true }); // left by a run that was killed
+  }
+  throw new Failure(`cannot lock ${path.relative(repoRoot, resultsDir)}`);
+}
+
 async function main() {
   preflight();
-  fs.mkdirSync(resultsDir, { recursive: true });
+  lockResults();
   for (const f of fs.readdirSync(resultsDir)) if (/^\d\d-.*\.png$/.test(f)) fs.rmSync(path.join(resultsDir, f));
   const dirs = makeDirs();
   state.dirs = dirs;
