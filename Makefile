@@ -13,8 +13,12 @@ T_MODEL ?= 900
 T_TEST ?= 3000
 NATIVE_SOURCES := $(wildcard native/CMakeLists.txt native/*.py native/include/*.h native/src/*.cpp native/bench/*.cpp)
 SETUP_STAMP := $(VENV)/.setup-done
+VSCODE := editors/vscode
+VSIX := $(VSCODE)/llama-lsp.vsix
+VSCODE_MODULES := $(VSCODE)/node_modules/.package-lock.json
+VSCODE_SOURCES := $(VSCODE)/package.json $(VSCODE)/tsconfig.json $(wildcard $(VSCODE)/src/*.ts $(VSCODE)/src/*/*.ts $(VSCODE)/media/*)
 
-.PHONY: help setup model test-models demo test bench lint format clean
+.PHONY: help setup model test-models demo test test-python test-vscode vsix bench lint format clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -40,8 +44,26 @@ demo: model ## Ask the default model about a sample file: streamed answer, propo
 	$(BIN)/llama-lsp ask examples/inventory.py --range 18:20 --action fix \
 		"test_apply_discount failed: apply_discount(100.0, 10) returned -900.0, expected 90.0 (percent is 0-100)"
 
-test: setup test-models ## Run the whole test suite (installs what it needs first)
+test: test-python test-vscode ## Run every test: Python, Neovim, VS Code (installs what they need first)
+
+test-python: setup test-models ## pytest: engine, server, CLI, and the Neovim plugin in headless Neovim
 	timeout $(T_TEST) $(BIN)/pytest -ra
+
+# npm writes node_modules/.package-lock.json on every install: a stamp for "installed from this lock".
+$(VSCODE_MODULES): $(VSCODE)/package-lock.json
+	cd $(VSCODE) && timeout 600 npm ci --no-audit --no-fund
+	@touch $@
+
+$(VSIX): $(VSCODE_MODULES) $(VSCODE_SOURCES)
+	cd $(VSCODE) && timeout 300 npm run package
+
+vsix: $(VSIX) ## Build the VS Code extension (editors/vscode/llama-lsp.vsix)
+
+test-vscode: setup test-models $(VSIX) ## VS Code: typecheck, unit and protocol tests, then real VS Code (code-server)
+	cd $(VSCODE) && timeout 300 npm run check && timeout 300 npm test
+	cd $(VSCODE) && LLAMA_LSP_SERVER=$(abspath $(BIN))/llama-lsp timeout 600 npm run test:protocol
+	timeout 1200 bash $(VSCODE)/e2e/install.sh
+	timeout 900 node $(VSCODE)/e2e/run.mjs  # the vsix above, .venv's server, the default model
 
 bench: setup test-models ## Run the benchmarks on the test model and print ratios side by side
 	timeout $(T_TEST) $(BIN)/python -m bench
@@ -55,5 +77,5 @@ format: setup ## Apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix lsp_server tests bench native/fetch_llama_cpp.py
 	$(BIN)/ruff format lsp_server tests bench native/fetch_llama_cpp.py
 
-clean: ## Remove the venv and build directory (keeps downloaded models and sources)
-	rm -rf $(VENV) build
+clean: ## Remove the venv, build directories and node_modules (keeps downloaded models, sources and tools)
+	rm -rf $(VENV) build $(VSCODE)/node_modules $(VSCODE)/dist $(VSCODE)/out $(VSIX) $(VSCODE)/e2e/node_modules

@@ -44,6 +44,7 @@ async def chat(server: AssistantServer, params: protocol.ChatParams) -> dict[str
     )
     with server.busy():
         turn = await run_turn(engine, conversation, runner, options, stream)
+        server.remember_stats(turn)  # before busy ends, so that the "ready" status carries these stats
     result = turn_json(conversation.id, turn)
     edit = documents.workspace_edit(server.workspace, runner)
     if edit is not None:
@@ -51,7 +52,6 @@ async def chat(server: AssistantServer, params: protocol.ChatParams) -> dict[str
             result["editError"] = "the document changed while the answer was written; ask again"
         else:
             result["edit"] = server.protocol._converter.unstructure(edit)  # plain JSON inside our result
-    server.remember_stats(turn)
     return result
 
 

@@ -176,7 +176,7 @@ async def _run(server: AssistantServer, request: protocol.CodeActionRequest) -> 
     )
     with server.busy():
         turn = await run_turn(engine, conversation, runner, options)
-    server.remember_stats(turn)
+        server.remember_stats(turn)  # before busy ends, so that the "ready" status carries these stats
     outcome = turn_json(conversation.id, turn)
     if request.kind == "explain":
         return outcome

@@ -37,8 +37,9 @@ def _plain_params_converter() -> Any:
     converter = default_converter()
     from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
 
-    converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**obj))
-    converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**obj))
+    # JSON-RPC lets a request without arguments leave out "params" (vscode-jsonrpc does).
+    converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**{"params": None, **obj}))
+    converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**{"params": None, **obj}))
     return converter
 
 

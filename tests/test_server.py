@@ -79,6 +79,12 @@ async def test_second_turn_reuses_most_of_its_prompt(client: AssistantClient, wo
     stats = second["stats"]
     assert stats["nPrompt"] > 1500
     assert stats["nReused"] >= 0.9 * stats["nPrompt"], stats
+    # The "ready" status that ends the turn carries this turn's stats, for status bars.
+    ready = [status for status in client.statuses if status["state"] == protocol.READY][-1]
+    assert (ready["lastStats"]["nPrompt"], ready["lastStats"]["nReused"]) == (
+        stats["nPrompt"],
+        stats["nReused"],
+    )
 
 
 async def test_a_document_change_is_appended_as_a_diff_and_the_prefix_is_reused(
@@ -219,3 +225,13 @@ async def test_a_missing_model_is_reported_with_the_model_to_install_and_request
         assert "llama-lsp model install" in error.value.message
     finally:
         await client.shutdown_session()
+
+
+def test_a_request_without_params_is_accepted():
+    """JSON-RPC lets a request with no arguments leave "params" out, as vscode-jsonrpc does."""
+    from pygls.protocol import JsonRPCRequestMessage
+
+    from lsp_server.server import _plain_params_converter
+
+    message = {"jsonrpc": "2.0", "id": 1, "method": protocol.STATS}
+    assert _plain_params_converter().structure(message, JsonRPCRequestMessage).params is None
