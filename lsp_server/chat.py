@@ -14,6 +14,11 @@ if TYPE_CHECKING:
     from .server import AssistantServer
 
 
+# Small models shown the tools' schemas tend to answer "what does f do?" with a JSON call to f.
+# The hint goes with each question, not into the system prompt, so code actions keep their prompts.
+CHAT_HINT = "(Answer in words. Use a tool only to read the workspace or to propose an edit.)"
+
+
 async def chat(server: AssistantServer, params: protocol.ChatParams) -> dict[str, Any]:
     engine = await server.ready_engine()
     conversation = server.conversations.get_or_create(params.conversation_id)
@@ -30,7 +35,7 @@ async def chat(server: AssistantServer, params: protocol.ChatParams) -> dict[str
             first, last = params.range.start.line + 1, params.range.end.line + 1
             quoted = documents.selection_text(document, params.range)
             message = f"About lines {first}-{last}:\n```\n{quoted}\n```\n\n{message}"
-    conversation.messages.append({"role": "user", "content": message})
+    conversation.messages.append({"role": "user", "content": f"{message}\n\n{CHAT_HINT}"})
 
     def stream(piece: str) -> None:
         if params.partial_result_token is not None:

@@ -666,29 +666,91 @@ void parse_answer(const prepared_prompt & p, const json & request, const std::st
     if (!get_or<bool>(request, "parallel_tool_calls", false) && calls.size() > 1) {
         calls.resize(1);
     }
-    result["content"] = content;
+    result["content"] = p.has_tools ? trim(content) : content;  // what the streamer sends is trimmed too
     result["tool_calls"] = tool_calls_json(calls);
 }
 
+// Whether a JSON tool call naming a declared tool may start at `at` ("{" or a "```" fence before one):
+// true while what follows is still consistent with `{"name": "<declared tool>"`.
+bool may_start_json_call(const std::string & text, size_t at, const std::vector<std::string> & tool_names) {
+    auto skip_space = [&](size_t i) { return std::min(text.find_first_not_of(" \t\r\n", i), text.size()); };
+    size_t i = at;
+    if (text.compare(i, 3, "```") == 0 || (text.size() - i < 3 && std::string("```").compare(0, text.size() - i, text, i) == 0)) {
+        i = std::min(text.find_first_not_of("`", i), text.size());
+        i = std::min(text.find_first_not_of("jsonJSON", i), text.size());
+        i = skip_space(i);
+    }
+    // Matches `literal` at i; a text that ends inside it may still become a call.
+    auto expect = [&](const std::string & literal, bool & open) {
+        size_t n = std::min(literal.size(), text.size() - i);
+        if (text.compare(i, n, literal, 0, n) != 0) return false;
+        open = n < literal.size();
+        i += n;
+        return true;
+    };
+    bool open = false;
+    for (const char * literal : {"{", "\"name\"", ":", "\""}) {
+        i = skip_space(i);
+        if (i == text.size()) return true;
+        if (!expect(literal, open)) return false;
+        if (open) return true;
+    }
+    size_t close = text.find('"', i);
+    std::string name = text.substr(i, close == std::string::npos ? std::string::npos : close - i);
+    for (const auto & tool : tool_names) {
+        if (close == std::string::npos ? tool.compare(0, name.size(), name) == 0 : tool == name) return true;
+    }
+    return false;
+}
+
+// Where a tool call may begin in the answer so far: the template's opener (also when the text ends
+// with part of it), or a JSON call that parse_answer would take out of the content.
+size_t tool_call_start(const std::string & raw, const std::vector<std::string> & openers,
+                       const std::vector<std::string> & tool_names) {
+    size_t start = raw.size() - stop_overlap(raw, openers);
+    for (const auto & opener : openers) {
+        start = std::min(start, raw.find(opener));
+    }
+    for (size_t at = raw.find_first_of("{`"); at < start; at = raw.find_first_of("{`", at + 1)) {
+        if (may_start_json_call(raw, at, tool_names)) return at;
+    }
+    return start;
+}
+
 // Sends streamed text: whole UTF-8 characters only, and never the start of a possible stop string.
+// With tools, only text before anything that may become a tool call is sent, without its trailing
+// whitespace, so that the pieces always add up to the parsed answer's content.
 class piece_streamer {
   public:
-    piece_streamer(llama_lsp_piece_cb cb, void * user_data, std::vector<std::string> stops, bool parse_content,
-                   const prepared_prompt & p)
-        : cb_(cb), user_data_(user_data), stops_(std::move(stops)), parse_content_(parse_content), prompt_(p) {}
+    piece_streamer(llama_lsp_piece_cb cb, void * user_data, std::vector<std::string> stops, const prepared_prompt & p)
+        : cb_(cb), user_data_(user_data), stops_(std::move(stops)), with_tools_(p.has_tools), prompt_(p) {
+        std::string opener = tool_call_opener(p.chat);
+        if (!opener.empty()) openers_.push_back(opener);
+    }
 
-    // Returns false when the receiver asks to stop.
-    bool update(const std::string & raw, bool final) {
+    // Returns false when the receiver asks to stop. The final update passes the parsed content.
+    bool update(const std::string & raw, const std::string * final_content = nullptr) {
         if (!cb_) return true;
-        std::string visible = raw;
-        if (parse_content_) {
-            visible = partial_content(raw);
+        std::string visible;
+        size_t limit;
+        if (final_content) {
+            visible = *final_content;
+            limit = visible.size();
+        } else {
+            // With tools the parsed content is trimmed, so leading whitespace is never sent.
+            visible = with_tools_ ? raw.substr(std::min(raw.find_first_not_of(" \t\r\n"), raw.size())) : raw;
+            limit = visible.size() - stop_overlap(visible, stops_);
+            if (with_tools_) {
+                limit = std::min(limit, tool_call_start(visible, openers_, prompt_.tool_names));
+                if (limit > 0) limit = visible.find_last_not_of(" \t\r\n", limit - 1) + 1;  // npos + 1 == 0
+            }
         }
-        size_t limit = final ? visible.size() : visible.size() - stop_overlap(visible, stops_);
         limit = utf8_complete_prefix(visible.substr(0, limit));
-        if (limit <= sent_ || visible.compare(0, sent_, sent_text_) != 0) {
-            return true;  // nothing new, or the parser revised what it showed: wait
+        if (visible.compare(0, sent_, sent_text_) != 0) {
+            if (final_content) log_warning("llama-lsp: the streamed text is not a prefix of the parsed answer\n");
+            return true;
         }
+        if (limit <= sent_) return true;  // nothing new
         std::string piece = visible.substr(sent_, limit - sent_);
         sent_text_ += piece;
         sent_ = limit;
@@ -696,18 +758,11 @@ class piece_streamer {
     }
 
   private:
-    std::string partial_content(const std::string & raw) const {
-        try {
-            return common_chat_parse(raw, /*is_partial=*/true, prompt_.parse_params).content;
-        } catch (const std::exception &) {
-            return sent_text_;
-        }
-    }
-
     llama_lsp_piece_cb cb_;
     void * user_data_;
     std::vector<std::string> stops_;
-    bool parse_content_;
+    std::vector<std::string> openers_;
+    bool with_tools_;
     const prepared_prompt & prompt_;
     size_t sent_ = 0;
     std::string sent_text_;
@@ -808,7 +863,7 @@ json generate(llama_lsp_engine & e, const json & request, llama_lsp_piece_cb on_
     std::vector<llama_token> generated;
     double t_first_token_ms = 0.0;
     const auto t_decode_start = clock::now();
-    piece_streamer streamer(on_piece, user_data, stops, p.has_tools, p);
+    piece_streamer streamer(on_piece, user_data, stops, p);
     while (finish_reason == "stop") {
         llama_token token = common_sampler_sample(sampler.get(), e.ctx, -1);
         if (generated.empty()) {
@@ -829,7 +884,7 @@ json generate(llama_lsp_engine & e, const json & request, llama_lsp_piece_cb on_
             }
         }
         if (stopped) break;
-        if (!streamer.update(raw, false)) {
+        if (!streamer.update(raw)) {
             finish_reason = "cancelled";
             break;
         }
@@ -855,12 +910,12 @@ json generate(llama_lsp_engine & e, const json & request, llama_lsp_piece_cb on_
         }
         s.tokens.push_back(token);
     }
-    if (finish_reason == "stop" || finish_reason == "length") {
-        streamer.update(raw, true);
-    }
     const double t_decode_ms = generated.empty() ? 0.0 : ms_since(t_decode_start);
 
     parse_answer(p, request, raw, result);
+    if (finish_reason == "stop" || finish_reason == "length") {
+        streamer.update(raw, &result["content"].get_ref<const std::string &>());
+    }
     if (finish_reason == "stop" && !result["tool_calls"].empty()) {
         finish_reason = "tool_calls";
     }

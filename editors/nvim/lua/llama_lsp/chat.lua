@@ -14,6 +14,7 @@ local TOKEN_PREFIX = "llama-lsp-chat-"
 ---@field token string     the partialResultToken its deltas arrive with
 ---@field streamed string  the answer so far
 ---@field n_partials integer
+---@field answer_line integer  the 0-based line where the answer starts in the chat buffer
 
 local session = {
   buf = nil, ---@type integer?
@@ -144,8 +145,12 @@ local function finish(req, err, result)
     return
   end
   session.conversation_id = result.conversationId
-  if req.streamed == "" and (result.content or "") ~= "" then
-    append_text(result.content)
+  if (result.content or "") ~= req.streamed then
+    -- The answer is the result's content; the streamed deltas were its preview.
+    write(function(buf)
+      local lines = vim.split(result.content or "", "\n", { plain = true })
+      vim.api.nvim_buf_set_lines(buf, req.answer_line, -1, false, lines)
+    end)
   end
   local footer = { "" }
   if result.edit then
@@ -254,7 +259,14 @@ function M.ask(message, opts)
   append_lines(header)
 
   ---@type llama_lsp.ChatRequest
-  local req = { client_id = client.id, id = -1, token = token, streamed = "", n_partials = 0 }
+  local req = {
+    client_id = client.id,
+    id = -1,
+    token = token,
+    streamed = "",
+    n_partials = 0,
+    answer_line = vim.api.nvim_buf_line_count(chat_buffer()) - 1,
+  }
   session.request = req
   local ok, id = compat.request(client, protocol.CHAT, params, function(err, result)
     finish(req, err, result)
