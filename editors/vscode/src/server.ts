@@ -139,8 +139,8 @@ export class LlamaServer implements vscode.Disposable {
   }
 
   /**
-   * A response carries its own request's stats. The server's `ready` status can come before it has
-   * counted them, so the status bar takes them from here too.
+   * A response carries its own request's stats; the status bar takes them from here as well as from
+   * the server's `ready` status, so that it shows this window's last request.
    */
   private noteStats<T extends { stats?: ChatResult['stats'] }>(result: T): T {
     if (result?.stats !== undefined) this.setStatus({ ...this.current, lastStats: result.stats });

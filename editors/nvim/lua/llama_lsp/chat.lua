@@ -254,7 +254,7 @@ function M.ask(message, opts)
   if vim.api.nvim_buf_line_count(chat_buffer()) > 1 then
     table.insert(header, 1, "")
   end
-  vim.list_extend(header, { "", "## Llama", "" })
+  vim.list_extend(header, { "", "## Llama", "", "" }) -- the answer streams into the last line
   chat_window()
   append_lines(header)
 
