@@ -227,7 +227,7 @@ async def test_a_missing_model_is_reported_with_the_model_to_install_and_request
         await client.shutdown_session()
 
 
-def test_a_request_without_params_is_accepted():
+async def test_a_request_without_params_is_accepted():
     """JSON-RPC lets a request with no arguments leave "params" out, as vscode-jsonrpc does."""
     from pygls.protocol import JsonRPCRequestMessage
 

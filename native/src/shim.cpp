@@ -323,7 +323,7 @@ struct prepared_prompt {
     bool has_tools = false;
     std::vector<std::string> tool_names;
     common_chat_params chat;
-    common_chat_parser_params parse_params;  // loaded once: the streamer parses the answer at every token
+    common_chat_parser_params parse_params;  // loaded once per request, in prepare()
     std::string forced_prefix;  // text forced at the start of the answer (the tool-call opener)
 };
 
