@@ -94,7 +94,7 @@ local function append_lines(lines)
     if empty then
       vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
     else
-      vim.api.nvim_buf_set_lines(buf, count, count, false, lines)
+      vim.api.nvim_buf_set_lines(buf, count, count, false, { "", unpack(lines) })
     end
   end)
 end
@@ -136,10 +136,10 @@ local function finish(req, err, result)
   session.request = nil
   if err then
     if err.code == protocol.REQUEST_CANCELLED then
-      append_lines({ "", "_(stopped)_" })
+      append_lines({ "_(stopped)_" })
       session.last = { cancelled = true, n_partials = req.n_partials }
     else
-      append_lines({ "", "**Error:** " .. (err.message or vim.inspect(err)) })
+      append_lines({ "**Error:** " .. (err.message or vim.inspect(err)) })
       session.last = { error = err, n_partials = req.n_partials }
     end
     return
@@ -152,7 +152,7 @@ local function finish(req, err, result)
       vim.api.nvim_buf_set_lines(buf, req.answer_line, -1, false, lines)
     end)
   end
-  local footer = { "" }
+  local footer = {}
   if result.edit then
     session.pending_edit = { edit = result.edit, client_id = req.client_id }
     table.insert(footer, "_An edit is proposed: `:LlamaApply` applies it._")
@@ -162,7 +162,9 @@ local function finish(req, err, result)
   if result.stats then
     table.insert(footer, "_" .. M.describe_stats(result.stats) .. "_")
   end
-  append_lines(footer)
+  if #footer > 0 then
+    append_lines(footer)
+  end
   session.last = { result = result, n_partials = req.n_partials }
 end
 
@@ -251,9 +253,6 @@ function M.ask(message, opts)
       table.insert(header, string.format("_(about lines %d–%d of %s)_", first, last, name))
     end
   end
-  if vim.api.nvim_buf_line_count(chat_buffer()) > 1 then
-    table.insert(header, 1, "")
-  end
   vim.list_extend(header, { "", "## Llama", "", "" }) -- the answer streams into the last line
   chat_window()
   append_lines(header)
@@ -273,7 +272,7 @@ function M.ask(message, opts)
   end, source)
   if not ok then
     session.request = nil
-    append_lines({ "", "**Error:** the server is not running" })
+    append_lines({ "**Error:** the server is not running" })
     return
   end
   req.id = id
@@ -291,7 +290,7 @@ function M.stop()
   if client then
     compat.cancel_request(client, req.id)
   end
-  append_lines({ "", "_(stopped)_" })
+  append_lines({ "_(stopped)_" })
   session.last = { cancelled = true, n_partials = req.n_partials }
   return true
 end
@@ -330,9 +329,6 @@ function M.show_answer(answer, client_id)
   chat_window()
   local lines = { "## " .. (answer.title or "Llama"), "" }
   vim.list_extend(lines, vim.split(answer.content or "", "\n", { plain = true }))
-  if vim.api.nvim_buf_line_count(chat_buffer()) > 1 then
-    table.insert(lines, 1, "")
-  end
   append_lines(lines)
 end
 
