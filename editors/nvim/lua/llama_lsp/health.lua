@@ -68,7 +68,7 @@ local function check_clients()
   end
   local llama = require("llama_lsp")
   for _, client in ipairs(clients) do
-    local status = llama.status(vim.lsp.get_buffers_by_client_id(client.id)[1])
+    local status = llama.client_status(client.id)
     local server = client.server_info or {}
     local where = string.format("%s %s at %s", server.name or "server", server.version or "?", client.root_dir or "?")
     if status.state == "ready" or status.state == "busy" then

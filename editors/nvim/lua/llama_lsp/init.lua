@@ -142,11 +142,20 @@ end
 ---@return llama_lsp.Status
 function M.status(bufnr)
   local client = M.client_for(bufnr)
-  local status = statuses[client and client.id or last_client_id]
-  return status or { state = client and "loading" or "stopped" }
+  if client then
+    return M.client_status(client.id)
+  end
+  return statuses[last_client_id] or { state = "stopped" }
 end
 
----A short statusline string such as "llama: ready · 96% cached".
+---The status of one running server.
+---@param client_id integer
+---@return llama_lsp.Status
+function M.client_status(client_id)
+  return statuses[client_id] or { state = "loading" }
+end
+
+---A short statusline string such as "llama: ready" or "llama: 96% cached".
 ---@param bufnr? integer
 ---@return string
 function M.statusline(bufnr)
