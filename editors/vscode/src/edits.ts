@@ -4,7 +4,8 @@
  * that the rules are tested without VS Code.
  */
 
-import type { Position, TextEdit, WorkspaceEdit } from './protocol';
+import { TextDocument } from 'vscode-languageserver-textdocument';
+import type { TextEdit, WorkspaceEdit } from './protocol';
 
 export interface FileChange {
   uri: string;
@@ -39,33 +40,9 @@ export function fileChanges(edit: WorkspaceEdit): FileChange[] {
   return [...byUri.values()];
 }
 
-function offsetAt(text: string, lineStarts: number[], position: Position): number {
-  if (position.line >= lineStarts.length) return text.length;
-  const start = lineStarts[position.line];
-  const next = position.line + 1 < lineStarts.length ? lineStarts[position.line + 1] : text.length + 1;
-  // A character past the line's end means its end (LSP says to clamp), not the next line.
-  let lineEnd = next - 1;
-  if (lineEnd > start && text[lineEnd - 1] === '\r') lineEnd -= 1;
-  return Math.min(start + position.character, Math.max(start, lineEnd));
-}
-
-/**
- * The text after the edits. LSP ranges refer to the original text and must not overlap, so the edits
- * apply from the last to the first; edits at the same position keep their order.
- */
+/** The text after the edits, applied by the LSP libraries' own TextDocument (ranges clamp as LSP says). */
 export function applyTextEdits(text: string, edits: TextEdit[]): string {
-  const lineStarts = [0];
-  for (let i = 0; i < text.length; i++) if (text[i] === '\n') lineStarts.push(i + 1);
-  const located = edits.map((edit, index) => ({
-    start: offsetAt(text, lineStarts, edit.range.start),
-    end: offsetAt(text, lineStarts, edit.range.end),
-    newText: edit.newText,
-    index,
-  }));
-  located.sort((a, b) => b.start - a.start || b.index - a.index);
-  let result = text;
-  for (const edit of located) result = result.slice(0, edit.start) + edit.newText + result.slice(edit.end);
-  return result;
+  return TextDocument.applyEdits(TextDocument.create('', '', 0, text), edits);
 }
 
 /** URIs whose open document is no longer at the version the edit was written against. */
