@@ -19,10 +19,10 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.client import LanguageClient
 from pygls.protocol import default_converter
 from pygls.uris import to_fs_path
-from pygls.workspace import TextDocument
 
 from . import protocol
 from .edits import unified_diff
+from .text_document import LspTextDocument, split_lines
 
 
 class HeadlessClient(LanguageClient):
@@ -110,14 +110,14 @@ def apply_workspace_edit(edit: dict[str, Any], current: dict[str, str]) -> dict[
             path = to_fs_path(uri)
             on_disk = Path(path).read_text(encoding="utf-8") if path and Path(path).exists() else ""
             result[uri] = current.get(uri, on_disk)
-        document = TextDocument(uri, source=result[uri])
+        document = LspTextDocument(uri, source=result[uri])
         edits = sorted(
             change["edits"], key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"])
         )
         for text_edit in reversed(edits):
             start = document.offset_at_position(types.Position(**text_edit["range"]["start"]))
             end = document.offset_at_position(types.Position(**text_edit["range"]["end"]))
-            document = TextDocument(
+            document = LspTextDocument(
                 uri, source=document.source[:start] + text_edit["newText"] + document.source[end:]
             )
         result[uri] = document.source
@@ -131,7 +131,7 @@ async def _ask(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"llama-lsp: cannot read {path}: {exc}", file=sys.stderr)
         return 1
-    lines = parse_lines(args.range, len(text.splitlines()))
+    lines = parse_lines(args.range, len(split_lines(text)))
     root = Path.cwd() if path.is_relative_to(Path.cwd()) else path.parent
     client = make_client(args.verbose)
     await client.start_io(sys.executable, "-m", "lsp_server", "--stdio")
@@ -191,7 +191,7 @@ async def _run(
         "partialResultToken": "ask",
     }
     if lines is not None:
-        chat_params["range"] = lsp_range(lines, len(text.splitlines()))
+        chat_params["range"] = lsp_range(lines, len(split_lines(text)))
     client.stream = None if args.json else _write
     answer = await client.request(protocol.CHAT, chat_params)
     report["answer"] = answer
@@ -215,7 +215,7 @@ async def _run(
 async def _resolve_action(
     client: HeadlessClient, args: argparse.Namespace, uri: str, text: str, lines: tuple[int, int] | None
 ) -> dict[str, Any]:
-    selection = lsp_range(lines, len(text.splitlines()))
+    selection = lsp_range(lines, len(split_lines(text)))
     diagnostics = []
     if args.action == "fix":  # the question describes the problem to fix
         diagnostics = [

@@ -24,13 +24,14 @@ async def chat(server: AssistantServer, params: protocol.ChatParams) -> dict[str
     conversation = server.conversations.get_or_create(params.conversation_id)
     message = params.message
     start_version: int | None = None
+    workspace = server.tool_workspace(uri=params.uri)
     if params.uri is not None:
-        document = server.workspace.text_documents.get(params.uri)
+        document = documents.get_document(server.workspace, params.uri)
         path = documents.uri_to_path(params.uri)
         if document is None or path is None:
             raise protocol.ParamsError(f"unknown document {params.uri}: send textDocument/didOpen first")
         start_version = document.version
-        conversation.show_document(documents.display_path(path, server.roots()), document.source)
+        conversation.show_document(workspace.display(path), document.source)
         if params.range is not None:
             first, last = params.range.start.line + 1, params.range.end.line + 1
             quoted = documents.selection_text(document, params.range)
@@ -41,7 +42,7 @@ async def chat(server: AssistantServer, params: protocol.ChatParams) -> dict[str
         if params.partial_result_token is not None:
             server.progress(types.ProgressParams(token=params.partial_result_token, value={"delta": piece}))
 
-    runner = ToolRunner(server.tool_workspace())
+    runner = ToolRunner(workspace)
     options = TurnOptions(
         max_tool_steps=server.settings.max_tool_steps,
         max_tokens=server.settings.max_tokens,

@@ -38,15 +38,18 @@ def _serve(args: argparse.Namespace) -> int:
         format="%(asctime)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if args.log_level != "debug":
+        # pygls logs every message it sends at INFO: a kilobyte or more per request, of no use below debug.
+        logging.getLogger("pygls").setLevel(logging.WARNING)
     # stdout is the LSP channel: give the server its own copy of it, and point file descriptor 1 at
     # stderr so that nothing else (llama.cpp's C code included) can write into the protocol stream.
     channel = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    from .rpc import serve_stdio
     from .server import create_server
 
-    create_server().start_io(stdin=sys.stdin.buffer, stdout=channel)
-    return 0
+    return serve_stdio(create_server(), stdin=sys.stdin.buffer, stdout=channel)
 
 
 def _ask(args: argparse.Namespace) -> int:

@@ -8,15 +8,17 @@ the same document supersedes the older one.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcRequestCancelled
 
 from . import documents, protocol
 from .chat import turn_json
 from .conversation import TurnOptions, run_turn
-from .tools import ToolRunner
+from .tools import ToolRunner, Workspace
 
 if TYPE_CHECKING:
     from .server import AssistantServer
@@ -28,6 +30,9 @@ TITLES = {
     "tests": "Write tests",
     "fix": "Fix",
 }
+
+# Actions cancelled because a newer request for the same action on the same document replaced them.
+_superseded: weakref.WeakSet[asyncio.Future[Any]] = weakref.WeakSet()
 
 LSP_KINDS = {
     "explain": types.CodeActionKind.Refactor + ".llama.explain",
@@ -51,7 +56,7 @@ INSTRUCTIONS = {
 
 def list_actions(server: AssistantServer, params: types.CodeActionParams) -> list[types.CodeAction]:
     """The lazy actions for a range: no model call, just the data to resolve them later."""
-    document = server.workspace.text_documents.get(params.text_document.uri)
+    document = documents.get_document(server.workspace, params.text_document.uri)
     if document is None:
         return []
     selection = params.range
@@ -69,8 +74,9 @@ def list_actions(server: AssistantServer, params: types.CodeActionParams) -> lis
             continue
         diagnostics = list(params.context.diagnostics) if kind == "fix" else []
         title = f"Llama: {TITLES[kind]}"
-        if diagnostics:
-            title += f": {diagnostics[0].message.splitlines()[0][:60]}"
+        first_line = diagnostics[0].message.strip().split("\n")[0] if diagnostics else ""
+        if first_line:
+            title += f": {first_line[:60]}"
         data = {
             "uri": params.text_document.uri,
             "range": server.protocol._converter.unstructure(selection),
@@ -130,18 +136,27 @@ async def run_action(server: AssistantServer, request: protocol.CodeActionReques
     key = (request.uri, request.kind)
     previous = server.running_actions.get(key)
     if previous is not None and not previous.done():
-        previous.cancel()  # superseded by this newer request
+        _superseded.add(previous)
+        previous.cancel()
     task = asyncio.ensure_future(_run(server, request))
     server.running_actions[key] = task
     try:
         return await task
+    except asyncio.CancelledError:
+        # A superseded action still gets an answer of its own. A cancel from the client (or shutdown)
+        # goes on up, and the protocol layer answers it.
+        if task in _superseded:
+            raise JsonRpcRequestCancelled(
+                f"superseded by a newer Llama: {TITLES[request.kind]} request on this document"
+            ) from None
+        raise
     finally:
         if server.running_actions.get(key) is task:
             del server.running_actions[key]
 
 
 async def _run(server: AssistantServer, request: protocol.CodeActionRequest) -> dict[str, Any]:
-    document = server.workspace.text_documents.get(request.uri)
+    document = documents.get_document(server.workspace, request.uri)
     path = documents.uri_to_path(request.uri)
     if document is None or path is None:
         raise protocol.ParamsError(f"unknown document {request.uri}: send textDocument/didOpen first")
@@ -152,11 +167,12 @@ async def _run(server: AssistantServer, request: protocol.CodeActionRequest) -> 
     engine = await server.ready_engine()
     start_version = document.version
     conversation = server.conversations.get_or_create(None)
-    conversation.show_document(documents.display_path(path, server.roots()), document.source)
+    workspace = server.tool_workspace(request.diagnostics, request.uri)
+    conversation.show_document(workspace.display(path), document.source)
     first, last = request.range.start.line + 1, max(request.range.start.line + 1, request.range.end.line)
     # The instruction comes last, after the code: small models follow what they read most recently.
     message = (
-        f"Lines {first}-{last} of `{documents.display_path(path, server.roots())}`:\n```\n"
+        f"Lines {first}-{last} of `{workspace.display(path)}`:\n```\n"
         f"{documents.selection_text(document, request.range)}\n```"
     )
     if request.diagnostics:
@@ -164,9 +180,9 @@ async def _run(server: AssistantServer, request: protocol.CodeActionRequest) -> 
             f"- line {d['range']['start']['line'] + 1}: {d.get('message', '')}" for d in request.diagnostics
         )
         message += f"\n\nThe problems reported there:\n{problems}"
-    message += "\n\n" + INSTRUCTIONS[request.kind].format(test_file=test_file_for(path, server.roots()))
+    message += "\n\n" + INSTRUCTIONS[request.kind].format(test_file=test_file_for(path, workspace))
     conversation.messages.append({"role": "user", "content": message})
-    runner = ToolRunner(server.tool_workspace(request.diagnostics, request.uri))
+    runner = ToolRunner(workspace)
     options = TurnOptions(
         max_tool_steps=server.settings.max_tool_steps,
         max_tokens=server.settings.max_tokens,
@@ -190,7 +206,7 @@ async def _run(server: AssistantServer, request: protocol.CodeActionRequest) -> 
     return outcome
 
 
-def test_file_for(path: Path, roots: list[Path]) -> str:
+def test_file_for(path: Path, workspace: Workspace) -> str:
     """Where new tests for a file go: the language's usual name beside it, never an existing file."""
     stem, suffix = path.stem, path.suffix
     names = (
@@ -199,9 +215,13 @@ def test_file_for(path: Path, roots: list[Path]) -> str:
         else [f"{stem}.test{suffix}", f"{stem}.more.test{suffix}"]
     )
     for name in names:
-        if not (path.parent / name).exists():
-            return documents.display_path(path.parent / name, roots)
-    return documents.display_path(path.parent / f"{stem}_generated_tests{suffix}", roots)
+        try:
+            taken = (path.parent / name).exists()
+        except OSError:  # e.g. a name too long for the file system: create_file will say so to the model
+            taken = False
+        if not taken:
+            return workspace.display(path.parent / name)
+    return workspace.display(path.parent / f"{stem}_generated_tests{suffix}")
 
 
 class NoEdit(Exception):

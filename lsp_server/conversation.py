@@ -8,6 +8,7 @@ No LSP types here: the chat and code-action features translate.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import uuid
@@ -146,7 +147,8 @@ async def run_turn(
             conversation.messages.append({"role": "assistant", "content": answer.content})
             break
         call = answer.tool_calls[0]
-        outcome = runner.run(call.name, call.arguments)
+        # Off the event loop: a search through a large folder must not stall other requests or cancels.
+        outcome = await asyncio.to_thread(runner.run, call.name, call.arguments)
         log.info("tool %s(%s) -> %s", call.name, json.dumps(call.arguments)[:2000], outcome[:300])
         records.append(ToolCallRecord(call.name, call.arguments, outcome))
         conversation.messages.append(

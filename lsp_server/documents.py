@@ -1,4 +1,8 @@
-"""Documents as the editor sees them: paths, versions, positions, and proposed edits as WorkspaceEdits.
+"""Documents as the editor sees them: URIs, paths, versions, positions, and proposed edits as WorkspaceEdits.
+
+Every lookup of an open document goes through get_document (by URI) or open_document (by path), which
+find it however the client percent-encoded its URI; an edit to an open document names it by the URI the
+client opened it with. Lines and positions are counted as LSP counts them (lsp_server.text_document).
 
 This is where plain edits (lsp_server.tools.ProposedEdit) become LSP types. Each file's edits are
 turned into one TextEdit covering the changed region between the editor's current text and the text
@@ -8,12 +12,15 @@ after every proposed edit, tagged with the version of the document they were com
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.uris import from_fs_path, to_fs_path
+from pygls import IS_WIN
+from pygls.uris import from_fs_path, to_fs_path, urlparse
 from pygls.workspace import TextDocument, Workspace
 
 from . import protocol
+from .text_document import LspTextDocument
 from .tools import ProposedEdit, ToolRunner
 
 
@@ -22,29 +29,45 @@ class StaleDocument(Exception):
 
 
 def uri_to_path(uri: str) -> Path | None:
+    """The file a `file:` URI names, percent-decoded; None for other schemes."""
     path = to_fs_path(uri)
-    return Path(path) if path else None
+    if not path:
+        return None
+    if not IS_WIN and not path.startswith("/"):
+        # pygls reads `file:///c:/x` as the Windows path `c:/x` on every system; elsewhere it is `/c:/x`.
+        path = urlparse(uri)[2]
+    return Path(path)
 
 
-def workspace_roots(workspace: Workspace) -> list[Path]:
-    roots = [uri_to_path(folder.uri) for folder in workspace.folders.values()]
-    if not roots and workspace.root_uri:
-        roots = [uri_to_path(workspace.root_uri)]
-    return [root for root in roots if root is not None]
-
-
-def display_path(path: Path, roots: list[Path]) -> str:
-    for root in roots:
-        if path.is_relative_to(root):
-            return path.relative_to(root).as_posix()
-    return path.name
+def get_document(workspace: Workspace, uri: str) -> TextDocument | None:
+    """The open document a URI names, however the client percent-encoded it; None if it is not open."""
+    # pygls files open documents under their percent-decoded URI (Workspace.put_text_document).
+    document: TextDocument | None = workspace.text_documents.get(unquote(uri))
+    return document
 
 
 def open_document(workspace: Workspace, path: Path) -> TextDocument | None:
-    uri = from_fs_path(str(path))
-    if uri is None:
-        return None
-    return workspace.text_documents.get(uri)
+    """The open document of a file, if any.
+
+    Found by comparing paths rather than by rebuilding a URI: clients spell URIs in ways from_fs_path
+    does not (an encoded drive colon, an upper-case drive letter).
+    """
+    for document in workspace.text_documents.values():
+        if uri_to_path(document.uri) == path:
+            return document
+    return None
+
+
+def workspace_roots(workspace: Workspace, uri: str | None = None) -> list[Path]:
+    """The folders the tools work in: the workspace folders, else the root folder, else the folder of the
+    document `uri` is about, since an editor opened on a single file sends no folder at all."""
+    roots = [uri_to_path(folder.uri) for folder in workspace.folders.values()]
+    if not roots and workspace.root_uri:
+        roots = [uri_to_path(workspace.root_uri)]
+    if not roots and uri is not None:
+        document_path = uri_to_path(uri)
+        roots = [document_path.parent] if document_path is not None else []
+    return [root for root in roots if root is not None]
 
 
 def open_text(workspace: Workspace, path: Path) -> str | None:
@@ -69,6 +92,12 @@ def changed_region(before: str, after: str) -> tuple[int, int, str]:
     while end_before > start and end_after > start and before[end_before - 1] == after[end_after - 1]:
         end_before -= 1
         end_after -= 1
+    # No LSP position lies between the \r and \n of a line ending: widen the region over the pair.
+    if 0 < start < len(before) and before[start - 1] == "\r" and before[start] == "\n":
+        start -= 1
+    if 0 < end_before < len(before) and before[end_before - 1] == "\r" and before[end_before] == "\n":
+        end_before += 1
+        end_after += 1
     return start, end_before, after[start:end_after]
 
 
@@ -87,15 +116,15 @@ def workspace_edit(workspace: Workspace, runner: ToolRunner) -> types.WorkspaceE
 def _file_changes(
     workspace: Workspace, runner: ToolRunner, proposed: ProposedEdit
 ) -> list[types.TextDocumentEdit | types.CreateFile]:
-    uri = from_fs_path(str(proposed.path)) or proposed.path.as_uri()
+    disk_uri = from_fs_path(str(proposed.path)) or proposed.path.as_uri()
     after = runner.text_after_edits(proposed.path)
     if proposed.old_text is None:  # a new file
         return [
             types.CreateFile(
-                uri=uri, options=types.CreateFileOptions(overwrite=False, ignore_if_exists=False)
+                uri=disk_uri, options=types.CreateFileOptions(overwrite=False, ignore_if_exists=False)
             ),
             types.TextDocumentEdit(
-                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None),
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=disk_uri, version=None),
                 edits=[
                     types.TextEdit(
                         range=types.Range(types.Position(0, 0), types.Position(0, 0)), new_text=after
@@ -105,7 +134,11 @@ def _file_changes(
         ]
     document = open_document(workspace, proposed.path)
     if document is None:  # not open: the edit is computed against the disk, which has no version
-        document = TextDocument(uri, source=proposed.path.read_text(encoding="utf-8"))
+        document = LspTextDocument(
+            disk_uri,
+            source=proposed.path.read_text(encoding="utf-8"),
+            position_codec=workspace.position_codec,
+        )
     before = document.source
     start, end, replacement = changed_region(before, after)
     edit_range = types.Range(
@@ -113,7 +146,10 @@ def _file_changes(
     )
     return [
         types.TextDocumentEdit(
-            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=document.version),
+            # An open document keeps the URI the client opened it with: the client knows it by that one.
+            text_document=types.OptionalVersionedTextDocumentIdentifier(
+                uri=document.uri, version=document.version
+            ),
             edits=[types.TextEdit(range=edit_range, new_text=replacement)],
         )
     ]
@@ -124,7 +160,7 @@ def check_versions(workspace: Workspace, edit: types.WorkspaceEdit) -> None:
     for change in edit.document_changes or []:
         if not isinstance(change, types.TextDocumentEdit) or change.text_document.version is None:
             continue
-        current = workspace.text_documents.get(change.text_document.uri)
+        current = get_document(workspace, change.text_document.uri)
         if current is None or current.version != change.text_document.version:
             raise StaleDocument(
                 f"{change.text_document.uri} changed (version {change.text_document.version} -> "

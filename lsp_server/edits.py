@@ -3,6 +3,19 @@
 from __future__ import annotations
 
 import difflib
+import re
+
+# LSP's line endings: \n, \r\n and \r only. str.splitlines also splits on form feeds, \x85, \u2028 and
+# more, which would number lines differently from the editor.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of a text as LSP counts them, each with its line ending.
+
+    Like str.splitlines(keepends=True), a text that ends with a line ending has no empty last line here.
+    """
+    return _LINE.findall(text)
 
 
 class EditError(ValueError):

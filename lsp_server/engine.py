@@ -174,7 +174,9 @@ class Engine:
 
     async def ready(self) -> dict[str, Any]:
         """Waits for the model to load; returns the engine's info, or raises the load error."""
-        return await asyncio.wrap_future(self._loaded)
+        # Shielded: a waiter that gives up must not cancel the load itself, which the worker thread
+        # finishes (and later closes) whatever the waiters do.
+        return await asyncio.shield(asyncio.wrap_future(self._loaded))
 
     @property
     def queue_length(self) -> int:
@@ -207,7 +209,10 @@ class Engine:
             def piece(text: str) -> bool:
                 if on_piece is not None:
                     if loop is not None:
-                        loop.call_soon_threadsafe(on_piece, text)
+                        try:
+                            loop.call_soon_threadsafe(on_piece, text)
+                        except RuntimeError:  # the loop is closed: nobody is listening any more
+                            return False
                     else:
                         on_piece(text)
                 return not job.cancelled

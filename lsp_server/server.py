@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,14 +21,17 @@ from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcIn
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import default_converter
 
-from . import __version__, chat, code_actions, documents, models, native, protocol, settings
+from . import __version__, chat, code_actions, documents, native, protocol, rpc, settings
 from .conversation import ConversationStore, TurnResult
-from .engine import Engine, EngineConfig, model_cache_key
+from .engine import Engine
+from .model_host import ModelHost, ModelUnavailable
+from .text_document import LspWorkspace
 from .tools import Diagnostic, Workspace
 
 log = logging.getLogger("llama_lsp.server")
 
 REQUEST_FAILED = -32803  # LSP's RequestFailed: the request was valid but could not be served
+EXIT_CLOSE_TIMEOUT_S = 5.0
 
 T = TypeVar("T")
 
@@ -45,13 +49,17 @@ def _plain_params_converter() -> Any:
 
 class AssistantServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("llama-lsp", __version__, converter_factory=_plain_params_converter)
+        super().__init__(
+            "llama-lsp",
+            __version__,
+            protocol_cls=rpc.HardenedProtocol,
+            converter_factory=_plain_params_converter,
+        )
         self.settings = settings.Settings()
         self.conversations = ConversationStore()
         self.running_actions: dict[tuple[str, str], asyncio.Future[Any]] = {}
-        self.engine: Engine | None = None
-        self.load_task: asyncio.Task[Engine] | None = None
-        self.load_error: str | None = None
+        self.model_host = ModelHost(self, lambda: self.settings)
+        self.configured = False  # the client's configuration has been read (or it has none)
         self.state = protocol.LOADING
         self.n_busy = 0
         self.totals = {"requests": 0, "nPrompt": 0, "nReused": 0, "nEvaluated": 0, "nGenerated": 0}
@@ -66,8 +74,8 @@ class AssistantServer(LanguageServer):
             payload["message"] = message
         if install_model:
             payload["installModel"] = install_model
-        if state == protocol.BUSY and self.engine is not None:
-            payload["queue"] = self.engine.queue_length
+        if state == protocol.BUSY and self.model_host.engine is not None:
+            payload["queue"] = self.model_host.engine.queue_length
         if self.last_stats is not None:
             payload["lastStats"] = self.last_stats
         self.protocol.notify(protocol.STATUS, payload)
@@ -92,49 +100,24 @@ class AssistantServer(LanguageServer):
         self.totals["nGenerated"] += turn.n_generated
         self.last_stats = protocol.stats_json(stats)
 
-    # ---- model -----------------------------------------------------------------------------------
+    # ---- model: the host loads it; these turn its events into status and progress ----------------
 
-    def start_loading(self) -> None:
-        self.load_task = asyncio.ensure_future(self._load(self.settings))
-
-    async def _load(self, config: settings.Settings) -> Engine:
-        self.load_error = None
+    async def load_started(self, config: settings.Settings) -> Callable[[], None]:
         self.set_status(protocol.LOADING, f"loading {config.model}")
-        try:
-            model_path = models.resolve(config.model)
-        except models.ModelError as exc:
-            return self._fail_load(str(exc), install_model=exc.install_name)
-        engine = Engine(
-            EngineConfig(
-                model_path=model_path,
-                n_ctx=config.context_size,
-                n_threads=config.threads,
-                n_slots=config.slots,
-                state_dir=config.cache_dir / "state" / model_cache_key(model_path),
-            )
-        )
-        token = f"llama-lsp-load-{id(engine)}"
-        progress = await self._begin_progress(token, f"Loading {config.model}")
-        try:
-            info = await engine.ready()
-        except native.NativeError as exc:
-            engine.close()
-            return self._fail_load(f"could not load {model_path}: {exc}")
-        finally:
-            if progress:
-                self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
-        self.engine = engine
+        token = f"llama-lsp-load-{self.model_host.n_loads}"
+        if not await self._begin_progress(token, f"Loading {config.model}"):
+            return lambda: None
+        return lambda: self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+
+    def load_finished(self, config: settings.Settings, info: dict[str, Any]) -> None:
         log.info("model ready: %s (%.1f s)", info.get("model_desc"), info.get("t_load_ms", 0) / 1000)
         self.set_status(protocol.READY, f"{config.model} ready")
-        return engine
 
-    def _fail_load(self, message: str, install_model: str | None = None) -> Engine:
-        self.load_error = message
-        self.set_status(protocol.ERROR, message, install_model)
+    def load_failed(self, config: settings.Settings, error: ModelUnavailable) -> None:
+        self.set_status(protocol.ERROR, str(error), error.install_model)
         self.window_show_message(
-            types.ShowMessageParams(type=types.MessageType.Error, message=f"llama-lsp: {message}")
+            types.ShowMessageParams(type=types.MessageType.Error, message=f"llama-lsp: {error}")
         )
-        raise ModelUnavailable(message)
 
     async def _begin_progress(self, token: str, title: str) -> bool:
         window = self.client_capabilities.window
@@ -150,59 +133,52 @@ class AssistantServer(LanguageServer):
 
     async def ready_engine(self) -> Engine:
         """The loaded engine; waits while it loads; raises a clear error if it cannot load."""
-        if self.load_task is None:
-            self.start_loading()
-        assert self.load_task is not None
         try:
-            return await asyncio.shield(self.load_task)
+            return await self.model_host.ready()
         except ModelUnavailable as exc:
             raise JsonRpcException(f"llama-lsp: {exc}", code=REQUEST_FAILED) from None
 
-    async def apply_settings(self, raw: Any) -> None:
+    def apply_settings(self, raw: Any) -> None:
         new, warnings = settings.merge(self.settings, raw)
         for warning in warnings:
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
-        reload = new.engine_fields() != self.settings.engine_fields()
         self.settings = new
-        if reload and self.load_task is not None:
-            await self.close_engine()
-            self.start_loading()
-
-    async def close_engine(self) -> None:
-        if self.load_task is not None and not self.load_task.done():
-            with contextlib.suppress(Exception):
-                await self.load_task
-        engine, self.engine, self.load_task = self.engine, None, None
-        if engine is not None:
-            await asyncio.to_thread(engine.close)  # saves slot state; joins the worker
+        if self.configured:  # before that, `initialized` asks for the engine once the configuration is in
+            self.model_host.want(new)
 
     # ---- documents -------------------------------------------------------------------------------
 
-    def roots(self) -> list[Path]:
-        return documents.workspace_roots(self.workspace)
+    def roots(self, uri: str | None = None) -> list[Path]:
+        """The tools' folders; with no workspace folder, the folder of the document `uri`."""
+        return documents.workspace_roots(self.workspace, uri)
 
     def document_version(self, uri: str) -> int | None:
-        document = self.workspace.text_documents.get(uri)
+        document = documents.get_document(self.workspace, uri)
         return document.version if document is not None else None
 
     def tool_workspace(
         self, diagnostics: tuple[dict[str, Any], ...] = (), uri: str | None = None
     ) -> Workspace:
-        """The tools' view of the workspace; diagnostics are those the client sent with the request."""
+        """The tools' view of the workspace for a request about the document `uri`, if any.
+
+        The diagnostics are those the client sent with the request.
+        """
         known = [d for d in (_diagnostic(raw, uri) for raw in diagnostics) if d is not None]
 
         def diagnostics_for(path: Path | None) -> list[Diagnostic]:
             return [d for d in known if path is None or d.path == path]
 
+        roots = self.roots(uri)
+        if not roots:
+            # No folder and no document: a chat in an editor opened on no folder. The tools stay declared,
+            # so the prompt keeps its cached prefix, and answer the model that no folder is open. Lending
+            # them the folders of open documents instead would open directories the user never chose.
+            log.info("no workspace folder and no document: the tools have no files to work with")
         return Workspace(
-            self.roots(),
+            roots,
             open_text=lambda p: documents.open_text(self.workspace, p),
             diagnostics=diagnostics_for,
         )
-
-
-class ModelUnavailable(Exception):
-    """The model could not be loaded; the message names the fix."""
 
 
 def _diagnostic(raw: dict[str, Any], uri: str | None) -> Diagnostic | None:
@@ -248,6 +224,8 @@ def create_server() -> AssistantServer:
 
     @server.feature(types.INITIALIZE)
     def on_initialize(ls: AssistantServer, params: types.InitializeParams) -> None:
+        # pygls builds its Workspace before this handler, with no hook for the document class it holds.
+        ls.protocol._workspace = LspWorkspace.replacing(ls.workspace)
         raw = params.initialization_options
         ls.settings, warnings = settings.merge(ls.settings, raw if isinstance(raw, dict) else None)
         for warning in warnings:
@@ -268,18 +246,31 @@ def create_server() -> AssistantServer:
                     )
             except Exception as exc:
                 log.warning("could not read the %s configuration: %s", settings.SECTION, exc)
-        ls.start_loading()
+        ls.configured = True
+        ls.model_host.want(ls.settings)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(ls: AssistantServer, params: types.DidChangeConfigurationParams) -> None:
         raw = params.settings
         if isinstance(raw, dict) and settings.SECTION in raw:
             raw = raw[settings.SECTION]
-        await ls.apply_settings(raw if isinstance(raw, dict) else None)
+        ls.apply_settings(raw if isinstance(raw, dict) else None)
 
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(ls: AssistantServer, _params: None) -> None:
-        await ls.close_engine()
+        await ls.model_host.close()
+
+    @server.feature(types.EXIT)
+    async def on_exit(ls: AssistantServer, _params: None) -> None:
+        # `exit` without `shutdown` (an editor quitting mid-answer): stop the answer and free the model
+        # before pygls ends the process, instead of leaving the engine thread decoding into a closed loop.
+        try:
+            await asyncio.wait_for(ls.model_host.close(), EXIT_CLOSE_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            # Still in native code (a large model loading): Python's own teardown could crash under it.
+            log.warning("the engine did not close within %.0f s; exiting at once", EXIT_CLOSE_TIMEOUT_S)
+            logging.shutdown()
+            os._exit(0 if ls.protocol._shutdown else 1)
 
     @server.feature(protocol.CHAT)
     @_lsp_errors
@@ -289,12 +280,14 @@ def create_server() -> AssistantServer:
     @server.feature(protocol.STATS)
     @_lsp_errors
     async def on_stats(ls: AssistantServer, _params: Any) -> dict[str, Any]:
-        info = await ls.engine.info() if ls.engine is not None else None
+        engine = ls.model_host.engine
+        info = await engine.info() if engine is not None else None
         hit_rate = ls.totals["nReused"] / ls.totals["nPrompt"] if ls.totals["nPrompt"] else 0.0
         return {
             "state": ls.state,
             "model": ls.settings.model,
-            "error": ls.load_error,
+            "error": str(ls.model_host.error) if ls.model_host.error else None,
+            "modelLoads": ls.model_host.n_loads,
             "engine": info,
             "totals": {**ls.totals, "cacheHitRate": round(hit_rate, 4)},
             "lastStats": ls.last_stats,

@@ -9,12 +9,16 @@ converts to and from LSP types.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+import regex
 
 from .edits import (
     EditError,
@@ -22,6 +26,7 @@ from .edits import (
     apply_replacement,
     apply_replacement_keeping_omitted,
     apply_replacement_reindented,
+    split_lines,
 )
 from .prompts import EDIT_TOOL
 
@@ -31,11 +36,16 @@ READ_MAX_LINES = 400
 READ_MAX_BYTES = 32 * 1024
 LIST_MAX_FILES = 200
 SEARCH_MAX_MATCHES = 50
+SEARCH_TIME_BUDGET_S = 3.0  # a whole search, so a backtracking pattern cannot hold a turn up for long
+WALK_MAX_FILES = 20_000  # a folder opened by mistake (a home directory) must not take minutes to list
 SEARCH_LINE_CHARS = 200
 DIAGNOSTICS_MAX = 100
 # Vendored, generated or tool-owned trees: large, and rarely what the model is asked about.
 # Every other dot-directory is skipped too.
 SKIPPED_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__", "build", "dist"})
+
+
+log = logging.getLogger("llama_lsp.tools")
 
 
 class ToolError(Exception):
@@ -76,7 +86,10 @@ def _no_diagnostics(path: Path | None) -> list[Diagnostic]:
 
 
 class Workspace:
-    """The workspace folders and how to read them: open documents' unsaved text wins over the disk."""
+    """The workspace folders and how to read them: open documents' unsaved text wins over the disk.
+
+    With no folders at all every path is outside, and the tools say that no folder is open.
+    """
 
     def __init__(
         self,
@@ -84,8 +97,6 @@ class Workspace:
         open_text: Callable[[Path], str | None] = _no_open_text,
         diagnostics: Callable[[Path | None], list[Diagnostic]] = _no_diagnostics,
     ) -> None:
-        if not roots:
-            raise ValueError("a workspace needs at least one folder")
         self.roots = [Path(root).resolve() for root in roots]
         self.open_text = open_text
         self.diagnostics = diagnostics
@@ -97,6 +108,8 @@ class Workspace:
         """The absolute path a model-given path names; relative paths start at the first folder."""
         if not path.strip():
             raise ToolError("the path is empty")
+        if not self.roots:
+            raise ToolError("no folder is open in the editor, so there are no files to work with")
         candidate = Path(path)
         if not candidate.is_absolute():
             candidate = self.roots[0] / candidate
@@ -115,7 +128,7 @@ class Workspace:
 
         Files in other folders are shown absolute, since that is the only way to name them back.
         """
-        if path.is_relative_to(self.roots[0]):
+        if self.roots and path.is_relative_to(self.roots[0]):
             return path.relative_to(self.roots[0]).as_posix()
         return path.as_posix()
 
@@ -158,9 +171,15 @@ class Workspace:
             for dirpath, dirnames, filenames in os.walk(root):
                 dirnames[:] = [d for d in dirnames if d not in SKIPPED_DIRS and not d.startswith(".")]
                 for filename in filenames:
+                    if len(found) >= WALK_MAX_FILES:
+                        log.warning("stopped listing %s after %d files", root, WALK_MAX_FILES)
+                        return found
                     path = Path(dirpath, filename)
                     if path.is_symlink():
-                        path = path.resolve()
+                        try:
+                            path = path.resolve()
+                        except (OSError, RuntimeError):  # a link loop
+                            continue
                         if not self.contains(path) or not path.is_file():
                             continue
                     found.setdefault(path, self.display(path))
@@ -336,6 +355,11 @@ class ToolRunner:
             return handler(_check_arguments(function, arguments))
         except ToolError as exc:
             return f"Error: {exc}"
+        except (OSError, RuntimeError, ValueError) as exc:  # the file system refused: e.g. a name too long
+            return f"Error: {name} failed: {exc}"
+        except Exception as exc:  # a bug of ours must not end the user's chat: the model reads it instead
+            log.exception("tool %s failed", name)
+            return f"Error: {name} failed unexpectedly ({type(exc).__name__})"
 
     def text_after_edits(self, path: Path) -> str:
         """A file's current text with this request's edits applied."""
@@ -359,7 +383,7 @@ class ToolRunner:
     def _read_file(self, args: dict[str, Any]) -> str:
         path = self.workspace.resolve(args["path"])
         name = self.workspace.display(path)
-        lines = self.text_after_edits(path).splitlines(keepends=True)
+        lines = split_lines(self.text_after_edits(path))
         total = len(lines)
         if total == 0:
             return f"{name} is empty."
@@ -408,19 +432,29 @@ class ToolRunner:
             raise ToolError("the pattern is empty")
         note = ""
         try:
-            regex = re.compile(pattern)
-        except re.error:
+            compiled = regex.compile(pattern)
+        except (regex.error, ValueError, OverflowError):
             # Small models often pass code such as `foo(` meaning the text itself.
-            regex = re.compile(re.escape(pattern))
+            compiled = regex.compile(regex.escape(pattern))
             note = "(not a valid regular expression, so searched as plain text)\n"
+        deadline = time.monotonic() + SEARCH_TIME_BUDGET_S
         matches: list[str] = []
         for shown, path in self._files(args.get("glob")):
             try:
                 text = self.text_after_edits(path)
-            except ToolError:
+            except (ToolError, OSError):
                 continue  # binary, huge or unreadable: nothing to search in
-            for number, line in enumerate(text.splitlines(), 1):
-                if not regex.search(line):
+            for number, line in enumerate(split_lines(text), 1):
+                line = line.rstrip("\r\n")
+                try:
+                    found = compiled.search(line, timeout=max(deadline - time.monotonic(), 0.001))
+                except TimeoutError:
+                    matches.append(
+                        f"[stopped after {SEARCH_TIME_BUDGET_S:.0f} s at {shown}:{number}; the pattern is "
+                        "too slow to match (nested repetition?): use a simpler pattern or pass a glob]"
+                    )
+                    return note + "\n".join(matches)
+                if found is None:
                     continue
                 if len(matches) == SEARCH_MAX_MATCHES:
                     matches.append(
@@ -540,4 +574,4 @@ def _first_changed_line(before: str, after: str) -> int:
         if a != b:
             break
         prefix += 1
-    return before[:prefix].count("\n") + 1
+    return len(split_lines(before[:prefix] + "x"))  # the line the first changed character is on

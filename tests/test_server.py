@@ -235,3 +235,17 @@ async def test_a_request_without_params_is_accepted():
 
     message = {"jsonrpc": "2.0", "id": 1, "method": protocol.STATS}
     assert _plain_params_converter().structure(message, JsonRPCRequestMessage).params is None
+
+
+async def test_a_diagnostic_with_an_empty_message_still_offers_fix(client: AssistantClient, workspace: Path):
+    uri = open_document(client, workspace / "inventory.py")
+    empty = types.Diagnostic(range=types.Range(types.Position(18, 0), types.Position(18, 5)), message="")
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=empty.range,
+            context=types.CodeActionContext(diagnostics=[empty]),
+        )
+    )
+    assert actions is not None
+    assert actions[0].title == "Llama: Fix"

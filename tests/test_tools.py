@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from lsp_server.tools import (
+    SEARCH_TIME_BUDGET_S,
     TOOL_NAMES,
     Diagnostic,
     ProposedEdit,
@@ -263,6 +265,52 @@ def test_search_is_bounded_in_matches_and_line_length(root: Path):
 
 
 # get_diagnostics
+
+
+def test_lines_are_numbered_as_the_editor_numbers_them_form_feeds_included(root: Path):
+    (root / "old.py").write_text("a = 1\n\x0c\nb = 2\n")  # a form feed is not a line ending in LSP
+    runner = runner_for(root)
+    assert runner.run("read_file", {"path": "old.py"}).startswith("old.py (lines 1-3 of 3):")
+    assert runner.run("search", {"pattern": "b = ", "glob": "old.py"}) == "old.py:3: b = 2"
+    assert "at line 3" in runner.run("edit", {"path": "old.py", "old_text": "b = 2", "new_text": "b = 3"})
+
+
+def test_a_backtracking_regex_answers_at_once(root: Path):
+    (root / "src" / "aaa.txt").write_text("a" * 27 + "b\n")  # `re` spends 2**27 steps on `(a+)+$` here
+    started = time.monotonic()
+    result = runner_for(root).run("search", {"pattern": "(a+)+$"})
+    assert time.monotonic() - started < 1.0
+    assert result == "No matches for '(a+)+$'."
+
+
+def test_a_catastrophic_regex_stops_within_the_time_budget_and_says_so(root: Path):
+    (root / "src" / "aaa.txt").write_text("a" * 40 + "b\n")
+    started = time.monotonic()
+    result = runner_for(root).run("search", {"pattern": "(a|aa)+$"})
+    elapsed = time.monotonic() - started
+    assert SEARCH_TIME_BUDGET_S - 0.5 < elapsed < SEARCH_TIME_BUDGET_S + 1.0, elapsed
+    assert "src/aaa.txt:1; the pattern is too slow to match" in result
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("read_file", {"path": "x" * 5000}),  # longer than NAME_MAX: stat raises ENAMETOOLONG
+        ("read_file", {"path": "loop/x.py"}),
+        ("edit", {"path": "loop", "old_text": "a", "new_text": "b"}),
+        ("create_file", {"path": "y" * 5000 + ".py", "content": "x = 1\n"}),
+        ("list_files", {}),
+        ("search", {"pattern": "hello"}),
+    ],
+)
+def test_file_system_failures_come_back_to_the_model_as_errors(root: Path, name: str, arguments: object):
+    (root / "loop").symlink_to(root / "loop")  # a link to itself: resolving it raises
+    result = runner_for(root).run(name, arguments)
+    if name in ("list_files", "search"):
+        assert not result.startswith("Error"), result  # the loop is skipped, the rest still listed
+        assert "src/app.py" in result
+    else:
+        assert result.startswith("Error: "), result
 
 
 def test_get_diagnostics_formats_what_the_callback_gives(root: Path):

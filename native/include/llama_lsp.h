@@ -48,11 +48,16 @@ void llama_lsp_cancel(llama_lsp_engine * engine);
    ({"messages", "tools", ...} as for generate). Returns {"tokens": [...], "prompt": text}. */
 char * llama_lsp_tokenize(llama_lsp_engine * engine, const char * request_json);
 
-/* Saves every slot's state and tokens under directory (created if missing). Returns {"saved": n}. */
+/* Saves every slot's state and tokens under directory (created if missing), keeping the slots saved
+   there earlier and not loaded since (at most twice the slot count in all). A failed write removes its
+   temporary file and returns an "io" error. Returns {"saved": n}. */
 char * llama_lsp_save_slots(llama_lsp_engine * engine, const char * directory);
 
 /* Remembers the slots saved under directory; each is loaded lazily, when a request would reuse it.
-   State saved for another model or build is ignored; corrupt files are deleted. Returns {"known": n}. */
+   The files are untrusted: an entry naming anything but a state file inside directory, listing tokens
+   that are not the model's or do not fit a slot, or whose file is not a regular file of a sane size is
+   ignored (counted in "ignored"); a state file that fails to load is deleted and its prompt evaluated
+   cold. State saved for another model or build, or a corrupt index, is discarded. Returns {"known": n}. */
 char * llama_lsp_restore_slots(llama_lsp_engine * engine, const char * directory);
 
 /* Describes the model, the context and the slots. */

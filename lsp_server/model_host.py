@@ -1,0 +1,149 @@
+"""The one owner of the resident engine: it loads, reloads and closes it, one load at a time.
+
+Every request asks the host for the engine; settings changes ask it for a new one. Loads never overlap:
+a request that arrives while the model loads (or while the client's configuration is still on its way)
+waits for that load instead of starting its own, and a reload closes the old engine before the new one
+loads, so its threads and KV cache are freed. Quick successive settings changes collapse into one load
+of the newest settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from . import models, native
+from .engine import Engine, EngineConfig, model_cache_key
+from .settings import Settings
+
+log = logging.getLogger("llama_lsp.model_host")
+
+# How long a request waits for the client's configuration before the model loads with what is known.
+CONFIGURATION_WAIT_S = 10.0
+
+
+class ModelUnavailable(Exception):
+    """The model could not be loaded; the message names the fix."""
+
+    def __init__(self, message: str, install_model: str | None = None):
+        super().__init__(message)
+        self.install_model = install_model
+
+
+class LoadEvents(Protocol):
+    """What the host tells the server about loads; the server turns these into status and progress."""
+
+    def load_started(self, settings: Settings) -> Awaitable[Callable[[], None]]:
+        """A load starts; returns a function to call when it ends, whatever the outcome."""
+
+    def load_finished(self, settings: Settings, info: dict[str, Any]) -> None: ...
+
+    def load_failed(self, settings: Settings, error: ModelUnavailable) -> None: ...
+
+
+class ModelHost:
+    def __init__(self, events: LoadEvents, current_settings: Callable[[], Settings]):
+        self._events = events
+        self._current_settings = current_settings
+        self.engine: Engine | None = None
+        self.error: ModelUnavailable | None = None
+        self.n_loads = 0
+        self._target: Settings | None = None  # the settings the engine should have
+        self._done_for: tuple[Any, ...] | None = None  # engine fields of the last finished load
+        self._driver: asyncio.Task[None] | None = None
+        self._requested = asyncio.Event()
+        self._closed = False
+
+    @property
+    def loading(self) -> bool:
+        return self._driver is not None and not self._driver.done()
+
+    def want(self, settings: Settings) -> None:
+        """Asks for an engine with these settings; loads in the background unless it already has one."""
+        if self._closed:
+            return
+        self._target = settings
+        self._requested.set()
+        if settings.engine_fields() == self._done_for and not self.loading:
+            return
+        if not self.loading:
+            self._driver = asyncio.ensure_future(self._drive())
+
+    async def ready(self) -> Engine:
+        """The loaded engine; waits for the load in flight; raises ModelUnavailable if it cannot load."""
+        if not self._requested.is_set():
+            try:  # the server asks once the client's configuration has arrived
+                await asyncio.wait_for(self._requested.wait(), CONFIGURATION_WAIT_S)
+            except asyncio.TimeoutError:
+                log.warning(
+                    "no configuration after %.0f s; loading the model as configured", CONFIGURATION_WAIT_S
+                )
+                self.want(self._current_settings())
+        while self.loading:
+            assert self._driver is not None
+            await asyncio.shield(self._driver)
+        if self._closed:
+            raise ModelUnavailable("the server is shutting down")
+        if self.engine is None:
+            raise self.error or ModelUnavailable("the model is not loaded")
+        return self.engine
+
+    async def close(self) -> None:
+        """Closes the engine (it saves its slots first); later requests get ModelUnavailable."""
+        self._closed = True
+        self._requested.set()
+        if self._driver is not None and not self._driver.done():
+            self._driver.cancel()
+            await asyncio.gather(self._driver, return_exceptions=True)
+        await self._close_engine()
+
+    async def _drive(self) -> None:
+        """Loads until the engine matches the newest settings asked for."""
+        while not self._closed and self._target is not None:
+            target = self._target
+            if target.engine_fields() == self._done_for:
+                return
+            await self._close_engine()
+            try:
+                self.engine = await self._load(target)
+                self.error = None
+            except ModelUnavailable as exc:
+                self.error = exc
+                self._events.load_failed(target, exc)
+            self._done_for = target.engine_fields()
+
+    async def _load(self, settings: Settings) -> Engine:
+        try:
+            model_path = models.resolve(settings.model)
+        except models.ModelError as exc:
+            raise ModelUnavailable(str(exc), exc.install_name) from None
+        engine = Engine(
+            EngineConfig(
+                model_path=model_path,
+                n_ctx=settings.context_size,
+                n_threads=settings.threads,
+                n_slots=settings.slots,
+                state_dir=settings.cache_dir / "state" / model_cache_key(model_path),
+            )
+        )
+        self.n_loads += 1
+        end_progress = await self._events.load_started(settings)
+        try:
+            info = await engine.ready()
+        except native.NativeError as exc:
+            await asyncio.to_thread(engine.close)
+            raise ModelUnavailable(f"could not load {model_path}: {exc}") from None
+        except asyncio.CancelledError:  # closed while loading: free what was loaded
+            await asyncio.shield(asyncio.to_thread(engine.close))
+            raise
+        finally:
+            end_progress()
+        self._events.load_finished(settings, info)
+        return engine
+
+    async def _close_engine(self) -> None:
+        engine, self.engine = self.engine, None
+        if engine is not None:
+            await asyncio.to_thread(engine.close)  # saves slot state; joins the worker thread
