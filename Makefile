@@ -11,6 +11,7 @@ TEST_MODEL := qwen2.5-coder-0.5b
 T_SETUP ?= 1800
 T_MODEL ?= 900
 T_TEST ?= 3000
+T_EVAL ?= 10800
 NATIVE_SOURCES := $(wildcard native/CMakeLists.txt native/*.py native/include/*.h native/src/*.cpp native/bench/*.cpp)
 SETUP_STAMP := $(VENV)/.setup-done
 VSCODE := editors/vscode
@@ -18,7 +19,7 @@ VSIX := $(VSCODE)/llama-lsp.vsix
 VSCODE_MODULES := $(VSCODE)/node_modules/.package-lock.json
 VSCODE_SOURCES := $(VSCODE)/package.json $(VSCODE)/tsconfig.json $(wildcard $(VSCODE)/src/*.ts $(VSCODE)/src/*/*.ts $(VSCODE)/media/*)
 
-.PHONY: help setup model test-models demo test test-python test-vscode vsix bench lint format clean
+.PHONY: help setup model test-models demo test test-python test-vscode vsix bench eval lint format clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -68,14 +69,18 @@ test-vscode: setup test-models $(VSIX) ## VS Code: typecheck, unit and protocol 
 bench: setup test-models ## Run the benchmarks on the test model and print ratios side by side
 	timeout $(T_TEST) $(BIN)/python -m bench
 
+# EVAL_ARGS: e.g. --tasks 'fix_*' --threads 2 --model qwen2.5-coder-0.5b --json eval.json
+eval: setup test-models ## Code-action quality on eval/tasks (default model; slow): edits that apply, parse, pass
+	timeout $(T_EVAL) $(BIN)/python eval/run.py $(EVAL_ARGS)
+
 lint: setup ## ruff and mypy
-	$(BIN)/ruff check lsp_server tests bench native/fetch_llama_cpp.py
-	$(BIN)/ruff format --check lsp_server tests bench native/fetch_llama_cpp.py
+	$(BIN)/ruff check lsp_server tests bench eval native/fetch_llama_cpp.py
+	$(BIN)/ruff format --check lsp_server tests bench eval native/fetch_llama_cpp.py
 	$(BIN)/mypy
 
 format: setup ## Apply ruff's fixes and formatting
-	$(BIN)/ruff check --fix lsp_server tests bench native/fetch_llama_cpp.py
-	$(BIN)/ruff format lsp_server tests bench native/fetch_llama_cpp.py
+	$(BIN)/ruff check --fix lsp_server tests bench eval native/fetch_llama_cpp.py
+	$(BIN)/ruff format lsp_server tests bench eval native/fetch_llama_cpp.py
 
 clean: ## Remove the venv, build directories and node_modules (keeps downloaded models, sources and tools)
 	rm -rf $(VENV) build $(VSCODE)/node_modules $(VSCODE)/dist $(VSCODE)/out $(VSIX) $(VSCODE)/e2e/node_modules

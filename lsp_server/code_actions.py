@@ -1,8 +1,10 @@
 """Code actions: listed at once without the model, resolved by the model into versioned WorkspaceEdits.
 
 "Explain" answers in words (shown through a client command and kept as a conversation the client can
-continue); the others force the model through the edit tools. A newer request for the same action on
-the same document supersedes the older one.
+continue). The others rewrite a whole unit in the block-rewrite format (lsp_server.rewrite): Fix and
+Refactor think first, then the model writes the function or class that holds the selection again, and
+the edit is the difference; Write tests writes the new test file whole. A newer request for the same
+action on the same document supersedes the older one.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
-from . import documents, protocol
+from . import documents, protocol, rewrite
 from .chat import turn_json
-from .conversation import TurnOptions, run_turn
+from .conversation import BlockRequest, TurnOptions, run_block_turn, run_turn
+from .edits import split_lines
 from .tools import ToolRunner, Workspace
 
 if TYPE_CHECKING:
@@ -42,16 +45,31 @@ LSP_KINDS = {
     "fix": types.CodeActionKind.QuickFix,
 }
 
-INSTRUCTIONS = {
-    "explain": "Explain what this code does and anything surprising about it. Be brief.",
-    "document": "Add clear documentation (docstrings or comments, in the file's style) to this code. "
-    "Propose the change with the edit tool; keep the code itself unchanged.",
-    "refactor": "Refactor this code for clarity without changing its behaviour. Propose the change with the "
-    "edit tool.",
-    "tests": "Write unit tests for this code, in the project's test style. Propose them as a new file: "
-    "call create_file with path `{test_file}`.",
-    "fix": "Fix the problem reported here. Propose the change with the edit tool.",
+EXPLAIN = "Explain what this code does and anything surprising about it. Be brief."
+
+# Fix and Refactor think first, in words, in the same turn: the analysis stays in the conversation, so
+# the block written next follows from it (and is part of the cached prefix).
+THINK = {
+    "fix": "First, in two or three sentences, say what is wrong and how to fix it. Do not write code yet.",
+    "refactor": "First, in two or three sentences, say how this code could be clearer without changing "
+    "what it does. Do not write code yet.",
 }
+
+WRITE = {
+    "fix": "Now write lines {first}-{last} of `{path}` again, complete and with the fix, in one "
+    "```{language} block. Write only that block.",
+    "refactor": "Now write lines {first}-{last} of `{path}` again, complete and refactored, in one "
+    "```{language} block. Write only that block.",
+    "document": "Write lines {first}-{last} of `{path}` again, complete, with clear documentation added "
+    "(docstrings or comments in the file's style) and every line of code kept exactly as it is, in one "
+    "```{language} block. Write only that block.",
+    "tests": "Write unit tests for this code, in the project's test style, as the complete new file "
+    "`{test_file}` in one ```{language} block. Write only that block.",
+}
+
+THINK_TOKENS = 200  # a few sentences; the analysis is a means, the block is the answer
+
+LANGUAGES = {".py": "python", ".js": "javascript", ".ts": "typescript", ".rs": "rust", ".go": "go"}
 
 
 def list_actions(server: AssistantServer, params: types.CodeActionParams) -> list[types.CodeAction]:
@@ -169,29 +187,60 @@ async def _run(server: AssistantServer, request: protocol.CodeActionRequest) -> 
     conversation = server.conversations.get_or_create(None)
     workspace = server.tool_workspace(request.diagnostics, request.uri)
     conversation.show_document(workspace.display(path), document.source)
-    first, last = request.range.start.line + 1, max(request.range.start.line + 1, request.range.end.line)
+    selected = (request.range.start.line + 1, max(request.range.start.line + 1, request.range.end.line))
+    if request.kind == "explain":
+        first, last = selected
+    else:  # the model rewrites a whole unit: the function or class that holds the selection
+        first, last = rewrite.enclosing_block(document.source, *selected, python=path.suffix == ".py")
+    lines = split_lines(document.source)
+    last = min(last, max(len(lines), 1))
+    shown_path = workspace.display(path)
+    language = LANGUAGES.get(path.suffix, path.suffix.lstrip("."))
     # The instruction comes last, after the code: small models follow what they read most recently.
-    message = (
-        f"Lines {first}-{last} of `{workspace.display(path)}`:\n```\n"
-        f"{documents.selection_text(document, request.range)}\n```"
-    )
+    message = f"Lines {first}-{last} of `{shown_path}`:\n```{language}\n{''.join(lines[first - 1 : last])}```"
     if request.diagnostics:
         problems = "\n".join(
             f"- line {d['range']['start']['line'] + 1}: {d.get('message', '')}" for d in request.diagnostics
         )
         message += f"\n\nThe problems reported there:\n{problems}"
-    message += "\n\n" + INSTRUCTIONS[request.kind].format(test_file=test_file_for(path, workspace))
-    conversation.messages.append({"role": "user", "content": message})
     runner = ToolRunner(workspace)
-    options = TurnOptions(
-        max_tool_steps=server.settings.max_tool_steps,
-        max_tokens=server.settings.max_tokens,
-        temperature=server.settings.temperature,
-        want_edit=request.kind != "explain",
-        edit_tools=("create_file",) if request.kind == "tests" else ("edit",),
-    )
     with server.busy():
-        turn = await run_turn(engine, conversation, runner, options)
+        if request.kind == "explain":
+            conversation.messages.append({"role": "user", "content": f"{message}\n\n{EXPLAIN}"})
+            options = TurnOptions(
+                max_tool_steps=server.settings.max_tool_steps,
+                max_tokens=server.settings.max_tokens,
+                temperature=server.settings.temperature,
+            )
+            turn = await run_turn(engine, conversation, runner, options)
+        else:
+            test_file = test_file_for(path, workspace)
+            write = WRITE[request.kind].format(
+                first=first, last=last, path=shown_path, language=language, test_file=test_file
+            )
+            think = THINK.get(request.kind)
+            conversation.messages.append({"role": "user", "content": f"{message}\n\n{think or write}"})
+            block = BlockRequest(
+                write=write,
+                think=think,
+                think_tokens=min(THINK_TOKENS, server.settings.max_tokens),
+                # Room for the whole block again, and then some: a cut-off block cannot parse.
+                write_tokens=max(server.settings.max_tokens, len("".join(lines[first - 1 : last])) // 2),
+                max_attempts=min(server.settings.max_tool_steps, 3),
+            )
+
+            def propose(code: str) -> str | None:
+                if request.kind == "tests":
+                    return runner.propose_file(test_file, code)
+                after = rewrite.replace_lines(document.source, first, last, code)
+                if request.kind == "document" and path.suffix == ".py":
+                    # Only the documentation comes from the model; the code lines stay the user's.
+                    after = rewrite.added_documentation(document.source, after) or after
+                return runner.propose_text(path, after, keep_code=request.kind == "document")
+
+            turn = await run_block_turn(
+                engine, conversation, runner, block, propose, server.settings.temperature
+            )
         server.remember_stats(turn)  # before busy ends, so that the "ready" status carries these stats
     outcome = turn_json(conversation.id, turn)
     if request.kind == "explain":

@@ -19,7 +19,8 @@ from typing import Any
 
 from . import prompts
 from .edits import unified_diff
-from .engine import ChatRequest, Engine, Stats
+from .engine import ChatRequest, ChatResult, Engine, Stats
+from .rewrite import code_block
 from .tools import ToolRunner
 
 EDIT_TOOLS = frozenset({"edit", "create_file"})
@@ -134,14 +135,7 @@ async def run_turn(
             ),
             on_piece,
         )
-        if result is None:
-            result = TurnResult("", answer.finish_reason, records, answer.stats)
-        result.steps += 1
-        result.n_evaluated += answer.stats.n_evaluated
-        result.n_generated += answer.stats.n_generated
-        result.t_prefill_ms += answer.stats.t_prefill_ms
-        result.t_decode_ms += answer.stats.t_decode_ms
-        result.finish_reason = answer.finish_reason
+        result = _account(result, answer, records)
         if not answer.tool_calls or answer.finish_reason in ("cancelled", "error"):
             result.content = answer.content
             conversation.messages.append({"role": "assistant", "content": answer.content})
@@ -171,4 +165,94 @@ async def run_turn(
             result.finish_reason = "tool_calls"
             break
     assert result is not None  # max_tool_steps >= 1
+    return result
+
+
+def _account(result: TurnResult | None, answer: ChatResult, records: list[ToolCallRecord]) -> TurnResult:
+    """The turn's figures with one more model request counted."""
+    if result is None:
+        result = TurnResult("", answer.finish_reason, records, answer.stats)
+    result.steps += 1
+    result.n_evaluated += answer.stats.n_evaluated
+    result.n_generated += answer.stats.n_generated
+    result.t_prefill_ms += answer.stats.t_prefill_ms
+    result.t_decode_ms += answer.stats.t_decode_ms
+    result.finish_reason = answer.finish_reason
+    return result
+
+
+@dataclass(frozen=True)
+class BlockRequest:
+    """A code action answered in the block-rewrite format (lsp_server.rewrite).
+
+    The conversation's last message already asks the first question: `think` when there is one (the
+    model answers it in words, and that analysis stays in the conversation, so it is part of the
+    cached prefix of what follows), else `write`.
+    """
+
+    write: str  # asks for the whole new block in one fenced code block
+    think: str | None = None
+    think_tokens: int = 200
+    write_tokens: int = 1024
+    max_attempts: int = 3  # writes of the block, each after the previous one was refused
+
+
+async def run_block_turn(
+    engine: Engine,
+    conversation: Conversation,
+    runner: ToolRunner,
+    request: BlockRequest,
+    propose: Callable[[str], str | None],
+    temperature: float = 0.0,
+) -> TurnResult:
+    """Thinks (if asked), then writes the block until `propose` accepts it (returns None) or attempts end.
+
+    `propose` gets the code of the answer's fenced block and returns why it cannot be the edit, which
+    goes back to the model. A block identical to one already refused ends the turn: greedy decoding
+    would only write it again.
+    """
+    # The tools stay declared, unused, so that the prompt's prefix is the same as for every other turn.
+    tools = runner.schemas_for(TurnOptions().tool_names)
+    result: TurnResult | None = None
+
+    async def ask(max_tokens: int) -> ChatResult:
+        nonlocal result
+        answer = await engine.generate(
+            ChatRequest(
+                messages=list(conversation.messages),
+                tools=tools,
+                tool_choice="none",
+                max_tokens=max_tokens,
+                temperature=temperature,
+                slot=conversation.id,
+            )
+        )
+        result = _account(result, answer, records)
+        conversation.messages.append({"role": "assistant", "content": answer.content})
+        return answer
+
+    records: list[ToolCallRecord] = []
+    analysis = ""
+    if request.think is not None:
+        analysis = (await ask(request.think_tokens)).content.strip()
+        conversation.messages.append({"role": "user", "content": request.write})
+    refused: set[str] = set()
+    for _attempt in range(request.max_attempts):
+        answer = await ask(request.write_tokens)
+        if answer.finish_reason in ("cancelled", "error"):
+            break
+        code = code_block(answer.content)
+        problem = "There is no code block in your answer." if code is None else propose(code)
+        records.append(ToolCallRecord("write_block", {"code": code}, problem or "accepted"))
+        if problem is None:
+            assert result is not None
+            result.finish_reason = "edit"
+            break
+        log.info("block refused: %s", problem[:300])
+        if code is not None and code in refused:
+            break
+        refused.add(code or "")
+        conversation.messages.append({"role": "user", "content": f"{problem}\n\n{request.write}"})
+    assert result is not None
+    result.content = analysis
     return result

@@ -309,6 +309,9 @@ class Engine:
             if job.cancelled:
                 job.future.set_result(ChatResult.cancelled_before_start())
                 return
+            # From here on a cancel of this job reaches the native engine, even one that comes before
+            # its generate call starts; a late cancel meant for the job before must not stop it.
+            engine.clear_cancel()
             self._current = job
         try:
             job.future.set_result(job.run(engine, job))

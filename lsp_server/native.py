@@ -174,6 +174,10 @@ class NativeEngine:
         if self._handle is not None:
             _lib.llama_lsp_cancel(self._handle)
 
+    def clear_cancel(self) -> None:
+        if self._handle is not None:
+            _lib.llama_lsp_clear_cancel(self._handle)
+
     def tokenize(self, request: dict[str, Any]) -> dict[str, Any]:
         return self._call(_lib.llama_lsp_tokenize, json.dumps(request).encode())
 

@@ -29,6 +29,7 @@ from .edits import (
     split_lines,
 )
 from .prompts import EDIT_TOOL
+from .rewrite import python_code_changed
 
 MAX_FILE_BYTES = 512 * 1024
 BINARY_SNIFF_BYTES = 8 * 1024
@@ -367,6 +368,35 @@ class ToolRunner:
         if path in self._texts:
             return self._texts[path]
         return self.workspace.read_text(path)
+
+    def propose_text(self, path: Path, after: str, keep_code: bool = False) -> str | None:
+        """Records a file's whole new text as an edit (the block-rewrite format of code actions).
+
+        Returns None when recorded, else why not, for the model to read. With keep_code, a Python
+        file's code must stay as it was: only docstrings and comments may change.
+        """
+        name = self.workspace.display(path)
+        before = self.text_after_edits(path)
+        if after == before:
+            return "That is the code as it was: nothing would change."
+        if _breaks_python(path, before, after):
+            error = _python_syntax_error(after)
+            assert error is not None
+            return (
+                f"That code would not parse ({type(error).__name__}: {error.msg}, line {error.lineno} of "
+                f"{name}). Write the block again, complete, with the file's indentation."
+            )
+        parses = path.suffix == ".py" and _python_syntax_error(after) is None
+        if keep_code and parses and python_code_changed(before, after):
+            return "That changes the code itself. Keep every line of code exactly as it is; add only docs."
+        self.edits.append(ProposedEdit(path, before, after))
+        self._texts[path] = after
+        return None
+
+    def propose_file(self, path: str, content: str) -> str | None:
+        """Records a new file (the block-rewrite format); None when recorded, else why not."""
+        outcome = self.run("create_file", {"path": path, "content": content})
+        return outcome.removeprefix("Error: ") if outcome.startswith("Error: ") else None
 
     def _files(self, glob: str | None) -> list[tuple[str, Path]]:
         """The workspace's files, plus those proposed in this request, as sorted (shown path, path)."""

@@ -151,3 +151,37 @@ async def test_execute_command_applies_its_edit_through_apply_edit(client: Assis
     assert len(client.applied_edits) == 1
     assert client.applied_edits[0].label == "Llama: Document"
     assert (workspace / "inventory.py").read_text() == before  # the server never writes files itself
+
+
+async def test_a_model_that_writes_no_usable_block_gets_a_bounded_number_of_tries_and_a_clear_error(
+    tiny_model: Path, tmp_path: Path
+):
+    """The tiny random model never writes a code block: each refusal goes back to it, three at most."""
+    from pygls.exceptions import JsonRpcException
+
+    from .lsp_client import SERVER_COMMAND, initialize_params, make_client
+
+    (tmp_path / "m.py").write_text("def f(x):\n    return x + 1\n")
+    client = make_client()
+    await client.start_io(*SERVER_COMMAND)
+    try:
+        options = {"model": str(tiny_model), "maxTokens": 16, "cacheDir": str(tmp_path / "cache")}
+        await client.initialize_session(initialize_params(tmp_path, options))
+        uri = open_document(client, tmp_path / "m.py")
+        diagnostic = types.Diagnostic(
+            range=types.Range(types.Position(1, 0), types.Position(1, 5)), message="x"
+        )
+        fix = (await list_actions(client, uri, diagnostic.range, [diagnostic]))[0]
+        with pytest.raises(JsonRpcException) as error:
+            await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command=protocol.COMMAND_CODE_ACTION, arguments=[fix.data])
+            )
+        assert error.value.code == -32803
+        assert "There is no code block in your answer" in error.value.message
+        stats = await client.request(protocol.STATS, {})
+        assert stats["lastStats"] is not None
+        totals = stats["totals"]
+        assert totals["requests"] == 1
+        assert totals["nGenerated"] <= 16 * (1 + 3)  # the analysis, then three tries at the block
+    finally:
+        await client.shutdown_session()

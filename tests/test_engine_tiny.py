@@ -217,3 +217,18 @@ def test_piece_callback_returning_false_cancels(engine):
     result = engine.generate({"prompt": "abc", "max_tokens": 50}, lambda _piece: False)
     assert result["finish_reason"] == "cancelled"
     assert result["stats"]["n_generated"] == 1
+
+
+def test_a_cancel_just_before_a_generate_call_stops_that_call_and_is_then_forgotten(engine):
+    # The worker marks a job as running before its generate call starts: a cancel in between is meant
+    # for that call, not lost (and not left over for the next one).
+    engine.cancel()
+    stopped = run(engine, "x " * 50, max_tokens=40)
+    assert stopped["finish_reason"] == "cancelled"
+    assert run(engine, "x " * 50, max_tokens=40)["finish_reason"] == "length"
+
+
+def test_a_cleared_cancel_does_not_stop_the_next_call(engine):
+    engine.cancel()
+    engine.clear_cancel()
+    assert run(engine, "x " * 50, max_tokens=40)["finish_reason"] == "length"

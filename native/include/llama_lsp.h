@@ -41,8 +41,13 @@ llama_lsp_engine * llama_lsp_open(const char * model_path, const char * options_
 char * llama_lsp_generate(llama_lsp_engine * engine, const char * request_json,
                           llama_lsp_piece_cb on_piece, void * user_data);
 
-/* Asks the running generate call (if any) to stop soon. Thread-safe. */
+/* Asks the running generate call to stop soon; called before generate starts, it stops that call at
+   once. A generate call that ends forgets the cancel. Thread-safe. */
 void llama_lsp_cancel(llama_lsp_engine * engine);
+
+/* Forgets a cancel that no generate call has consumed yet (one that came after the call it was meant
+   for had ended), so that it cannot stop the next call. Thread-safe. */
+void llama_lsp_clear_cancel(llama_lsp_engine * engine);
 
 /* Tokenizes {"text", "add_special", "parse_special"} or renders and tokenizes a chat request
    ({"messages", "tools", ...} as for generate). Returns {"tokens": [...], "prompt": text}. */

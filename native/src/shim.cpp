@@ -892,7 +892,12 @@ class piece_streamer {
 json generate(llama_lsp_engine & e, const json & request, llama_lsp_piece_cb on_piece, void * user_data) {
     using clock = std::chrono::steady_clock;
     const auto t_start = clock::now();
-    e.cancel_requested.store(false);
+    // Not reset here: a cancel that arrives just before this call starts is meant for it. The call
+    // consumes the cancel when it ends, however it ends.
+    struct forget_cancel {
+        std::atomic<bool> & flag;
+        ~forget_cancel() { flag.store(false); }
+    } forget{e.cancel_requested};
 
     prepared_prompt p = prepare(e, request);
     const size_t n_ctx = llama_n_ctx_seq(e.ctx);
@@ -1376,6 +1381,10 @@ LLAMA_LSP_API char * llama_lsp_generate(llama_lsp_engine * engine, const char * 
 
 LLAMA_LSP_API void llama_lsp_cancel(llama_lsp_engine * engine) {
     if (engine) engine->cancel_requested.store(true);
+}
+
+LLAMA_LSP_API void llama_lsp_clear_cancel(llama_lsp_engine * engine) {
+    if (engine) engine->cancel_requested.store(false);
 }
 
 LLAMA_LSP_API char * llama_lsp_tokenize(llama_lsp_engine * engine, const char * request_json) {

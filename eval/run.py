@@ -1,0 +1,358 @@
+"""`make eval`: how often the code actions' edits are right, on tasks the model has not been tuned to.
+
+Each task in eval/tasks/ is a small module with a pytest test that decides (see eval/README.md). For
+every task the real server runs the action through the headless client's LSP path, as an editor does
+(one server per task, so each starts with a fresh cache), the returned WorkspaceEdit is applied to a
+temporary copy of the task, and the copy is checked:
+
+- fix: an edit came back, it applies, the file parses, and the task's tests pass;
+- document: also the code is unchanged (the syntax tree without docstrings is the same), the target
+  got a docstring, and the tests still pass;
+- tests: the created test file parses, its tests are collected and pass on the module, and how many of
+  the task's mutants (realistic bugs) they catch.
+
+The model's code runs only inside those temporary copies. Prints one row per task and the totals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.uris import to_fs_path
+
+from lsp_server import models, protocol
+from lsp_server.ask import HeadlessClient, apply_workspace_edit, make_client
+from lsp_server.rewrite import python_code_changed
+
+TASKS = Path(__file__).resolve().parent / "tasks"
+PYTEST_TIMEOUT_S = 120
+ACTION_TIMEOUT_S = 1800
+
+
+@dataclass
+class Task:
+    name: str
+    directory: Path
+    kind: str  # fix | document | tests
+    file: str
+    first_line: int  # 1-based, inclusive
+    last_line: int
+    problem: str = ""
+    symbol: str = ""
+    mutants: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, directory: Path) -> Task:
+        spec = json.loads((directory / "task.json").read_text())
+        first, last = spec["range"]
+        return cls(
+            name=directory.name,
+            directory=directory,
+            kind=spec["kind"],
+            file=spec["file"],
+            first_line=first,
+            last_line=last,
+            problem=spec.get("problem", ""),
+            symbol=spec.get("symbol", ""),
+            mutants=spec.get("mutants", []),
+        )
+
+    def copy_to(self, target: Path) -> None:
+        """The task as a user's project would hold it: the module and its tests, not the answer."""
+        for path in self.directory.iterdir():
+            if path.name not in ("task.json", "reference.py") and path.is_file():
+                shutil.copy(path, target / path.name)
+
+
+@dataclass
+class Outcome:
+    task: str
+    kind: str
+    edit: bool = False  # the action returned an edit
+    applies: bool = False
+    parses: bool = False
+    passed: bool = False  # fix: tests pass; document: code kept + docstring + tests pass; tests: tests pass
+    detail: str = ""  # why not, or what was measured (mutants caught)
+    seconds: float = 0.0
+    n_generated: int = 0
+    n_evaluated: int = 0
+
+
+async def run_action(task: Task, workdir: Path, model: str, threads: int) -> tuple[dict[str, Any], dict]:
+    """Starts a server in workdir, resolves the task's code action; returns (resolved action, stats)."""
+    client: HeadlessClient = make_client(verbose=False)
+    await client.start_io(sys.executable, "-m", "lsp_server", "--stdio", "--log-level", "warning")
+    drain = asyncio.create_task(_drain(client))
+    path = workdir / task.file
+    text = path.read_text(encoding="utf-8")
+    options = {"model": model, "threads": threads, "cacheDir": str(workdir.parent / "cache")}
+    try:
+        await client.initialize_async(
+            types.InitializeParams(
+                capabilities=types.ClientCapabilities(
+                    window=types.WindowClientCapabilities(work_done_progress=True),
+                    workspace=types.WorkspaceClientCapabilities(configuration=True, apply_edit=False),
+                ),
+                root_uri=workdir.as_uri(),
+                workspace_folders=[types.WorkspaceFolder(uri=workdir.as_uri(), name=workdir.name)],
+                initialization_options=options,
+            )
+        )
+        client.initialized(types.InitializedParams())
+        uri = path.as_uri()
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
+        )
+        selection = types.Range(types.Position(task.first_line - 1, 0), types.Position(task.last_line, 0))
+        diagnostics = (
+            [types.Diagnostic(range=selection, message=task.problem, source="pytest")]
+            if task.kind == "fix"
+            else []
+        )
+        actions = await client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri),
+                range=selection,
+                context=types.CodeActionContext(diagnostics=diagnostics),
+            )
+        )
+        chosen = next(
+            a
+            for a in actions or []
+            if isinstance(a, types.CodeAction) and (a.data or {}).get("kind") == task.kind
+        )
+        resolved = await asyncio.wait_for(client.code_action_resolve_async(chosen), ACTION_TIMEOUT_S)
+        stats = await client.request(protocol.STATS, None)
+        return dict(client.protocol._converter.unstructure(resolved)), stats
+    finally:
+        try:
+            await asyncio.wait_for(client.shutdown_async(None), 30)
+            client.exit(None)
+        except Exception:  # the server is going away either way
+            pass
+        await client.stop()
+        drain.cancel()
+
+
+async def _drain(client: HeadlessClient) -> None:
+    server = client._server
+    if server is not None and server.stderr is not None:
+        while await server.stderr.readline():
+            pass
+
+
+def pytest(workdir: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    # The project's own pytest plugins (pytest-asyncio, pytest-lsp) have nothing to do with the tasks.
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *arguments]
+    try:
+        return subprocess.run(
+            command, cwd=workdir, env=env, capture_output=True, text=True, timeout=PYTEST_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(command, 124, "", f"pytest timed out after {PYTEST_TIMEOUT_S} s")
+
+
+def last_line(result: subprocess.CompletedProcess[str]) -> str:
+    """pytest's summary line ("1 failed, 4 passed in 0.05s"), or the last thing it said."""
+    lines = result.stdout.strip().splitlines() or result.stderr.strip().splitlines()
+    return lines[-1][:120] if lines else f"exit {result.returncode}"
+
+
+def find_symbol(tree: ast.Module, symbol: str) -> ast.AST | None:
+    scope: list[ast.stmt] = tree.body
+    node: ast.AST | None = None
+    for part in symbol.split("."):
+        node = next(
+            (
+                n
+                for n in scope
+                if isinstance(n, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and n.name == part
+            ),
+            None,
+        )
+        if node is None:
+            return None
+        scope = node.body  # type: ignore[attr-defined]
+    return node
+
+
+def check(task: Task, workdir: Path, resolved: dict[str, Any], outcome: Outcome) -> None:
+    edit = resolved.get("edit")
+    if not edit:
+        outcome.detail = "no edit"
+        return
+    outcome.edit = True
+    module = workdir / task.file
+    before = module.read_text(encoding="utf-8")
+    try:
+        after = apply_workspace_edit(edit, {module.as_uri(): before})
+    except Exception as exc:
+        outcome.detail = f"does not apply: {exc}"
+        return
+    for uri, text in after.items():
+        path = Path(to_fs_path(uri) or uri)
+        if not path.resolve().is_relative_to(workdir.resolve()):
+            outcome.detail = f"edits outside the task: {path}"
+            return
+        path.write_text(text, encoding="utf-8")
+    outcome.applies = True
+    try:
+        for text in after.values():
+            ast.parse(text)
+    except SyntaxError as exc:
+        outcome.detail = f"does not parse: {exc.msg} (line {exc.lineno})"
+        return
+    outcome.parses = True
+    if task.kind == "fix":
+        result = pytest(workdir)
+        outcome.passed = result.returncode == 0
+        outcome.detail = last_line(result)
+    elif task.kind == "document":
+        check_document(task, workdir, before, outcome)
+    else:
+        check_tests(task, workdir, after, outcome)
+
+
+def check_document(task: Task, workdir: Path, before: str, outcome: Outcome) -> None:
+    after = (workdir / task.file).read_text(encoding="utf-8")
+    if python_code_changed(before, after):
+        outcome.detail = "the code changed"
+        return
+    target = find_symbol(ast.parse(after), task.symbol)
+    if target is None or ast.get_docstring(target) is None:  # type: ignore[arg-type]
+        outcome.detail = f"{task.symbol} has no docstring"
+        return
+    result = pytest(workdir)
+    outcome.passed = result.returncode == 0
+    outcome.detail = "code kept, docstring added" if outcome.passed else last_line(result)
+
+
+def check_tests(task: Task, workdir: Path, after: dict[str, str], outcome: Outcome) -> None:
+    created = [
+        Path(to_fs_path(uri) or uri) for uri in after if Path(to_fs_path(uri) or uri).name != task.file
+    ]
+    if not created:
+        outcome.detail = "no test file created"
+        return
+    names = [str(path.relative_to(workdir)) for path in created]
+    result = pytest(workdir, *names)
+    collected = "passed" in result.stdout or "failed" in result.stdout
+    outcome.passed = result.returncode == 0 and collected
+    if not outcome.passed:
+        outcome.detail = last_line(result)
+        return
+    module = workdir / task.file
+    original = module.read_text(encoding="utf-8")
+    caught = 0
+    for mutant in task.mutants:
+        lines = original.splitlines(keepends=True)
+        lines[mutant["line"] - 1] = lines[mutant["line"] - 1].replace(mutant["old"], mutant["new"], 1)
+        module.write_text("".join(lines), encoding="utf-8")
+        caught += pytest(workdir, *names).returncode != 0
+    module.write_text(original, encoding="utf-8")
+    outcome.detail = f"{last_line(result)}; caught {caught} of {len(task.mutants)} mutants"
+
+
+def run_task(task: Task, model: str, threads: int) -> Outcome:
+    outcome = Outcome(task.name, task.kind)
+    with tempfile.TemporaryDirectory(prefix=f"llama-lsp-eval-{task.name}-") as temp:
+        workdir = Path(temp) / "project"
+        workdir.mkdir()
+        task.copy_to(workdir)
+        started = time.monotonic()
+        try:
+            resolved, stats = asyncio.run(run_action(task, workdir, model, threads))
+        except (JsonRpcException, asyncio.TimeoutError, StopIteration) as exc:
+            outcome.seconds = time.monotonic() - started
+            outcome.detail = f"no edit: {getattr(exc, 'message', None) or type(exc).__name__}"[:200]
+            return outcome
+        outcome.seconds = time.monotonic() - started
+        outcome.n_generated = stats["totals"]["nGenerated"]
+        outcome.n_evaluated = stats["totals"]["nEvaluated"]
+        check(task, workdir, resolved, outcome)
+    return outcome
+
+
+def yes(value: bool) -> str:
+    return "yes" if value else "-"
+
+
+def print_table(outcomes: list[Outcome]) -> None:
+    header = ("task", "kind", "edit", "applies", "parses", "passes", "s", "gen", "eval", "detail")
+    rows = [
+        (
+            o.task,
+            o.kind,
+            yes(o.edit),
+            yes(o.applies),
+            yes(o.parses),
+            yes(o.passed),
+            f"{o.seconds:.0f}",
+            str(o.n_generated),
+            str(o.n_evaluated),
+            o.detail[:70],
+        )
+        for o in outcomes
+    ]
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header) - 1)]
+    for row in [header, *rows]:
+        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1])
+    print()
+    for kind in ("fix", "document", "tests", None):
+        chosen = [o for o in outcomes if kind is None or o.kind == kind]
+        if not chosen:
+            continue
+        n = len(chosen)
+        seconds = statistics.median(o.seconds for o in chosen)
+        print(
+            f"{kind or 'all':<9} {n:>2} tasks: edit {sum(o.edit for o in chosen)}/{n}, "
+            f"applies {sum(o.applies for o in chosen)}/{n}, parses {sum(o.parses for o in chosen)}/{n}, "
+            f"passes {sum(o.passed for o in chosen)}/{n} ({sum(o.passed for o in chosen) / n:.0%}), "
+            f"median {seconds:.0f} s"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="make eval", description=__doc__)
+    parser.add_argument("--model", default=models.DEFAULT_MODEL, help="a model name or a GGUF path")
+    parser.add_argument("--threads", type=int, default=0, help="engine threads (0: the server's default)")
+    parser.add_argument("--tasks", default="*", help="only the tasks whose directory matches this glob")
+    parser.add_argument("--json", type=Path, help="also write the outcomes to this file")
+    args = parser.parse_args()
+    tasks = [Task.load(d) for d in sorted(TASKS.glob(args.tasks)) if (d / "task.json").is_file()]
+    if not tasks:
+        print(f"no tasks match {args.tasks!r} in {TASKS}", file=sys.stderr)
+        return 2
+    models.resolve(args.model)  # fails early, naming the install command, if the model is missing
+    print(f"{len(tasks)} tasks, model {args.model}", flush=True)
+    outcomes = []
+    for task in tasks:
+        outcome = run_task(task, args.model, args.threads)
+        verdict = "passes" if outcome.passed else "fails"
+        print(f"  {task.name}: {verdict} ({outcome.seconds:.0f} s) {outcome.detail}", flush=True)
+        outcomes.append(outcome)
+    print()
+    print_table(outcomes)
+    if args.json:
+        args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

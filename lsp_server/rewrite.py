@@ -1,0 +1,158 @@
+"""The block-rewrite edit format of the code actions: the model writes the whole new block, we diff it.
+
+Small models rarely quote `old_text` exactly, and JSON-escaping a block of code inside a tool call is
+harder for them still. For an action on a range they write the complete new version of the block in a
+fenced code block instead; the edit is the difference between the old block and the new one. Plain
+text only: no LSP types, no model.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+
+from .edits import split_lines
+
+# A fenced block: ``` or ~~~, an optional language tag, the code, the closing fence.
+_FENCE = re.compile(r"^(?P<fence>```|~~~)[^\n]*\n(?P<code>.*?)^(?P=fence)[ \t]*$", re.DOTALL | re.MULTILINE)
+_OPEN_FENCE = re.compile(r"^(```|~~~)[^\n]*\n", re.MULTILINE)
+
+
+def enclosing_block(text: str, first: int, last: int, python: bool) -> tuple[int, int]:
+    """The 1-based inclusive lines a rewrite should cover for a selection of lines first..last.
+
+    In Python, the smallest function or class that holds the whole selection (with its decorators),
+    so that the model writes a unit it can reason about; elsewhere, or where nothing encloses it, the
+    selected lines themselves.
+    """
+    if not python:
+        return first, last
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return first, last
+    best: tuple[int, int] | None = None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        end = node.end_lineno or node.lineno
+        if start <= first and last <= end and (best is None or end - start < best[1] - best[0]):
+            best = (start, end)
+    return best if best is not None else (first, last)
+
+
+def code_block(answer: str) -> str | None:
+    """The code the model wrote: the longest fenced block, or an unclosed one cut by the token limit."""
+    blocks = [match.group("code") for match in _FENCE.finditer(answer)]
+    if blocks:
+        return max(blocks, key=len)
+    opened = _OPEN_FENCE.search(answer)
+    return answer[opened.end() :] if opened else None
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def replace_lines(text: str, first: int, last: int, block: str) -> str:
+    """text with lines first..last (1-based, inclusive) replaced by block, at the lines' indentation.
+
+    Models often write a method without its class's indentation; the block is moved to where the old
+    first line was. The old lines' line ending is kept.
+    """
+    lines = split_lines(text)
+    old = lines[first - 1 : last]
+    ending = "\r\n" if old and old[0].endswith("\r\n") else "\n"
+    new = [line.rstrip("\r\n") for line in split_lines(block)]
+    while new and not new[-1].strip():
+        new.pop()
+    while new and not new[0].strip():
+        new.pop(0)
+    target = next((_indent(line) for line in old if line.strip()), "")
+    current = _indent(new[0]) if new else ""
+    if current != target:
+        new = [target + line[len(current) :] if line.startswith(current) else line for line in new]
+    replaced = "".join(line + ending for line in new)
+    if last == len(lines) and old and not old[-1].endswith(("\n", "\r")):
+        replaced = replaced[: -len(ending)]  # the file had no final line ending: keep it that way
+    return "".join(lines[: first - 1]) + replaced + "".join(lines[last:])
+
+
+def python_code_changed(before: str, after: str) -> bool:
+    """Whether two Python sources differ beyond docstrings (and formatting): Document must not do that."""
+
+    def code(source: str) -> str:
+        tree = ast.parse(source)
+        for node in ast.walk(tree):
+            if _docstring(node) is not None:
+                node.body = node.body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
+        return ast.dump(tree)
+
+    return code(before) != code(after)
+
+
+def _documentation_lines(source: str) -> set[int]:
+    """0-based numbers of the lines of source that are comments or docstrings."""
+    lines = split_lines(source)
+    found = {n for n, line in enumerate(lines) if line.lstrip().startswith("#")}
+    for node in ast.walk(ast.parse(source)):
+        if (docstring := _docstring(node)) is not None:
+            found.update(range(docstring.lineno - 1, docstring.end_lineno or docstring.lineno))
+    return found
+
+
+def _docstring(node: ast.AST) -> ast.Expr | None:
+    """The docstring statement of a module, class or function, if it has one."""
+    if not isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    head = node.body[0] if node.body else None
+    is_text = (
+        isinstance(head, ast.Expr)
+        and isinstance(head.value, ast.Constant)
+        and isinstance(head.value.value, str)
+    )
+    return head if is_text else None  # type: ignore[return-value]
+
+
+def added_documentation(before: str, after: str) -> str | None:
+    """before with only the comments and docstrings that after adds, every line of code kept as it was.
+
+    A model asked to document code also retouches it now and then (quotes, spacing, a type hint). The
+    lines of before stay the user's own, in their order; each documentation line that after adds goes
+    where after puts it relative to them. None when that gives anything but before's code with more
+    documentation (after does not parse, or its documentation does not fit back in).
+    """
+    try:
+        documentation = _documentation_lines(after)
+    except (SyntaxError, ValueError):
+        return None
+    old, new = split_lines(before), split_lines(after)
+    ending = "\r\n" if old and old[0].endswith("\r\n") else "\n"
+    known = {line.strip() for line in old}
+    added = {j for j in documentation if new[j].strip() not in known}
+    kept = [j for j in range(len(new)) if j not in added]  # after's lines that stand for before's
+    # before's lines, each attached to the kept line of after it stands for (or the next one)
+    attached: dict[int, list[str]] = {}
+    matcher = difflib.SequenceMatcher(
+        a=[line.strip() for line in old], b=[new[j].strip() for j in kept], autojunk=False
+    )
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("equal", "replace") and i2 - i1 == j2 - j1:
+            for offset in range(i2 - i1):
+                attached.setdefault(j1 + offset, []).append(old[i1 + offset])
+        else:  # lines after added or dropped: before's lines go where the region starts
+            attached.setdefault(j1, []).extend(old[i1:i2])
+    merged: list[str] = []
+    for position, j in enumerate(kept):
+        for doc in range(kept[position - 1] + 1 if position else 0, j):
+            merged.append(new[doc].rstrip("\r\n") + ending)
+        merged.extend(attached.get(position, []))
+    merged.extend(new[doc].rstrip("\r\n") + ending for doc in range(kept[-1] + 1 if kept else 0, len(new)))
+    merged.extend(attached.get(len(kept), []))
+    result = "".join(merged)
+    try:
+        return None if python_code_changed(before, result) else result
+    except (SyntaxError, ValueError):
+        return None

@@ -1,0 +1,97 @@
+"""The eval's task set is sound, without a model: each task's test decides what it claims to decide."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from lsp_server.rewrite import python_code_changed
+
+
+def _load_runner() -> ModuleType:
+    """eval/run.py is a script (`make eval`), not a package module: load it by path."""
+    path = Path(__file__).resolve().parent.parent / "eval" / "run.py"
+    spec = importlib.util.spec_from_file_location("eval_run", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)
+    return module
+
+
+runner = _load_runner()
+TASKS, Task, find_symbol = runner.TASKS, runner.Task, runner.find_symbol
+run_pytest = runner.pytest
+
+ALL_TASKS = sorted(d for d in TASKS.iterdir() if (d / "task.json").is_file())
+
+
+def by_kind(kind: str) -> list[Path]:
+    return [d for d in ALL_TASKS if Task.load(d).kind == kind]
+
+
+def copy(task: Task, target: Path) -> Path:
+    task.copy_to(target)
+    return target
+
+
+def test_the_task_set_has_what_the_issue_asks_for():
+    assert len(by_kind("fix")) >= 15
+    assert len(by_kind("document")) >= 5
+    assert len(by_kind("tests")) >= 3
+
+
+@pytest.mark.parametrize("directory", by_kind("fix"), ids=lambda d: d.name)
+def test_a_fix_task_fails_before_and_passes_with_its_reference_fix(directory: Path, tmp_path: Path):
+    task = Task.load(directory)
+    module = copy(task, tmp_path) / task.file
+    lines = module.read_text().count("\n")
+    assert 60 <= lines <= 260, lines
+    before = run_pytest(tmp_path)
+    assert before.returncode == 1, before.stdout[-2000:]
+    shutil.copy(directory / "reference.py", module)
+    after = run_pytest(tmp_path)
+    assert after.returncode == 0, after.stdout[-2000:]
+    # The fix lies inside the range the action is asked about.
+    buggy = (directory / task.file).read_text().splitlines()
+    fixed = (directory / "reference.py").read_text().splitlines()
+    regions = [op for op in difflib.SequenceMatcher(a=buggy, b=fixed).get_opcodes() if op[0] != "equal"]
+    changed = [line for _tag, i1, i2, j1, j2 in regions for line in range(i1 + 1, max(i2, i1 + 1) + 1)]
+    assert 1 <= sum(max(i2 - i1, j2 - j1) for _tag, i1, i2, j1, j2 in regions) <= 4, regions  # a swap is 4
+    assert all(task.first_line <= n <= task.last_line for n in changed), changed
+    assert task.problem
+
+
+@pytest.mark.parametrize("directory", by_kind("document"), ids=lambda d: d.name)
+def test_a_document_task_targets_an_undocumented_symbol_whose_tests_pass(directory: Path, tmp_path: Path):
+    task = Task.load(directory)
+    module = copy(task, tmp_path) / task.file
+    source = module.read_text()
+    target = find_symbol(ast.parse(source), task.symbol)
+    assert target is not None and ast.get_docstring(target) is None  # type: ignore[arg-type]
+    assert target.lineno == task.first_line  # type: ignore[attr-defined]
+    assert run_pytest(tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize("directory", by_kind("tests"), ids=lambda d: d.name)
+def test_a_tests_task_has_mutants_that_change_its_module(directory: Path, tmp_path: Path):
+    task = Task.load(directory)
+    assert not (directory / f"test_{task.file}").exists()
+    original = (directory / task.file).read_text()
+    assert find_symbol(ast.parse(original), task.symbol) is not None
+    assert len(task.mutants) >= 3
+    for mutant in task.mutants:
+        lines = original.splitlines(keepends=True)
+        line = lines[mutant["line"] - 1]
+        assert line.count(mutant["old"]) == 1, mutant
+        assert task.first_line <= mutant["line"] <= task.last_line
+        lines[mutant["line"] - 1] = line.replace(mutant["old"], mutant["new"])
+        mutated = "".join(lines)
+        assert python_code_changed(original, mutated)  # parses, and differs

@@ -1,0 +1,95 @@
+"""The block-rewrite edit format: which lines a rewrite covers, finding the code, putting it in place."""
+
+from __future__ import annotations
+
+import pytest
+
+from lsp_server.rewrite import (
+    added_documentation,
+    code_block,
+    enclosing_block,
+    python_code_changed,
+    replace_lines,
+)
+
+MODULE = '''import math
+
+
+class Shape:
+    """A shape."""
+
+    @property
+    def area(self):
+        return 0
+
+    def scaled(self, k):
+        return self
+
+
+def distance(a, b):
+    dx = a[0] - b[0]
+    dy = a[1] - b[1]
+    return math.sqrt(dx * dx + dy * dy)
+'''
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "expected"),
+    [
+        (16, 16, (15, 18)),  # one line inside a function: the function
+        (9, 9, (7, 9)),  # a method: the method with its decorator
+        (9, 11, (4, 12)),  # two methods: their class
+        (1, 18, (1, 18)),  # the whole file: nothing encloses it, the lines themselves
+        (2, 2, (2, 2)),  # a blank line between definitions
+    ],
+)
+def test_a_rewrite_covers_the_smallest_enclosing_function_or_class(first, last, expected):
+    assert enclosing_block(MODULE, first, last, python=True) == expected
+
+
+def test_outside_python_or_on_broken_code_the_selection_is_kept():
+    assert enclosing_block(MODULE, 16, 16, python=False) == (16, 16)
+    assert enclosing_block("def f(:\n    pass\n", 1, 1, python=True) == (1, 1)
+
+
+def test_the_code_is_the_longest_fenced_block_or_an_unclosed_one():
+    assert code_block("Here:\n```python\nx = 1\n```\nand\n```\ny = 22\nz = 3\n```\n") == "y = 22\nz = 3\n"
+    assert code_block("~~~py\nx = 1\n~~~") == "x = 1\n"
+    assert code_block("```python\nx = 1\ny = 2") == "x = 1\ny = 2"  # cut by the token limit
+    assert code_block("no code here") is None
+
+
+def test_a_block_written_without_its_class_indentation_is_put_back_in_place():
+    block = "@property\ndef area(self):\n    return 1\n"
+    after = replace_lines(MODULE, 7, 9, block)
+    assert "    @property\n    def area(self):\n        return 1\n\n    def scaled" in after
+    assert after.startswith(MODULE[: MODULE.index("    @property")])
+
+
+def test_replacing_keeps_crlf_and_a_missing_final_newline():
+    text = "a = 1\r\nb = 2\r\nc = 3"
+    assert replace_lines(text, 2, 3, "b = 20\nc = 30\n\n") == "a = 1\r\nb = 20\r\nc = 30"
+
+
+def test_only_a_change_beyond_docstrings_counts_as_changing_python_code():
+    source = "def f(x):\n    return x + 1\n"
+    documented = 'def f(x):\n    """Adds one."""\n    return x + 1\n'
+    assert not python_code_changed(source, documented)
+    assert python_code_changed(source, documented.replace("+ 1", "+ 2"))
+
+
+def test_documenting_keeps_the_users_code_lines_and_takes_only_the_models_documentation():
+    before = "def area(w, h):\n    return w*h  # as written\n"
+    # The model documents, and also retouches the code (spacing, a type hint, its own comment).
+    after = 'def area(w: float, h):\n    """The area."""\n    # width times height\n    return w * h\n'
+    merged = added_documentation(before, after)
+    assert (
+        merged
+        == 'def area(w, h):\n    """The area."""\n    # width times height\n    return w*h  # as written\n'
+    )
+
+
+def test_documentation_that_cannot_be_taken_alone_is_refused():
+    assert added_documentation("x = 1\n", "x = (\n") is None  # does not parse
+    # A change of code with no documentation to take leaves nothing that differs from before.
+    assert added_documentation("x = 1\n", "x = 2\n") == "x = 1\n"
