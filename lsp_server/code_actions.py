@@ -1,10 +1,10 @@
 """Code actions: listed at once without the model, resolved by the model into versioned WorkspaceEdits.
 
 "Explain" answers in words (shown through a client command and kept as a conversation the client can
-continue). The others rewrite a whole unit in the block-rewrite format (lsp_server.rewrite): Fix and
-Refactor think first, then the model writes the function or class that holds the selection again, and
-the edit is the difference; Write tests writes the new test file whole. A newer request for the same
-action on the same document supersedes the older one.
+continue). The others rewrite a whole unit in the block-rewrite format (lsp_server.rewrite): the model
+writes the function or class that holds the selection again (Fix and Refactor after a sentence or two
+on what they change), and the edit is the difference; Write tests writes the new test file whole. A
+newer request for the same action on the same document supersedes the older one.
 """
 
 from __future__ import annotations
@@ -47,27 +47,39 @@ LSP_KINDS = {
 
 EXPLAIN = "Explain what this code does and anything surprising about it. Be brief."
 
-# Fix and Refactor think first, in words, in the same turn: the analysis stays in the conversation, so
-# the block written next follows from it (and is part of the cached prefix).
-THINK = {
-    "fix": "First, in two or three sentences, say what is wrong and how to fix it. Do not write code yet.",
-    "refactor": "First, in two or three sentences, say how this code could be clearer without changing "
-    "what it does. Do not write code yet.",
-}
-
+# Fix and Refactor say what they will change first, in the same answer: the block that follows is better
+# for it with small models (a separate answer for the analysis did not help them: they copied the code).
 WRITE = {
-    "fix": "Now write lines {first}-{last} of `{path}` again, complete and with the fix, in one "
-    "```{language} block. Write only that block.",
-    "refactor": "Now write lines {first}-{last} of `{path}` again, complete and refactored, in one "
-    "```{language} block. Write only that block.",
-    "document": "Write lines {first}-{last} of `{path}` again, complete, with clear documentation added "
-    "(docstrings or comments in the file's style) and every line of code kept exactly as it is, in one "
-    "```{language} block. Write only that block.",
+    "fix": "Say in one or two sentences what is wrong, then write the corrected version of lines "
+    "{first}-{last} of `{path}`, all of it, in one ```{language} block.",
+    "refactor": "Say in one or two sentences what would make this code clearer without changing what it "
+    "does, then write the refactored version of lines {first}-{last} of `{path}`, all of it, in one "
+    "```{language} block.",
+    "document": "Write lines {first}-{last} of `{path}` again, complete, with its documentation added or "
+    "improved (docstrings in the file's style that say what each function returns, its arguments and "
+    "what it raises; comments where the code is not obvious) and every line of code kept exactly as it "
+    "is, in one ```{language} block. Write only that block.",
     "tests": "Write unit tests for this code, in the project's test style, as the complete new file "
     "`{test_file}` in one ```{language} block. Write only that block.",
 }
 
-THINK_TOKENS = 200  # a few sentences; the analysis is a means, the block is the answer
+# What the edit tools are asked for when the block format did not give an edit.
+TOOL_INSTRUCTIONS = {
+    "fix": "Fix the problem reported here. Propose the change with the edit tool.",
+    "refactor": "Refactor this code for clarity without changing its behaviour. Propose the change with the "
+    "edit tool.",
+    "document": "Add clear documentation (docstrings or comments, in the file's style) to this code. "
+    "Propose the change with the edit tool; keep the code itself unchanged.",
+    "tests": "Propose the tests as a new file: call create_file with the path named above.",
+}
+
+# Models shown code that already has a docstring tend to write it back unchanged.
+NOTHING_DOCUMENTED = (
+    "That adds no documentation. Add to it: say in the docstring what the code returns, what its "
+    "arguments mean and what it raises, and comment the lines whose purpose is not obvious."
+)
+
+BLOCK_ATTEMPTS = 2
 
 LANGUAGES = {".py": "python", ".js": "javascript", ".ts": "typescript", ".rs": "rust", ".go": "go"}
 
@@ -218,15 +230,12 @@ async def _run(server: AssistantServer, request: protocol.CodeActionRequest) -> 
             write = WRITE[request.kind].format(
                 first=first, last=last, path=shown_path, language=language, test_file=test_file
             )
-            think = THINK.get(request.kind)
-            conversation.messages.append({"role": "user", "content": f"{message}\n\n{think or write}"})
+            conversation.messages.append({"role": "user", "content": f"{message}\n\n{write}"})
             block = BlockRequest(
                 write=write,
-                think=think,
-                think_tokens=min(THINK_TOKENS, server.settings.max_tokens),
                 # Room for the whole block again, and then some: a cut-off block cannot parse.
                 write_tokens=max(server.settings.max_tokens, len("".join(lines[first - 1 : last])) // 2),
-                max_attempts=min(server.settings.max_tool_steps, 3),
+                max_attempts=min(server.settings.max_tool_steps, BLOCK_ATTEMPTS),
             )
 
             def propose(code: str) -> str | None:
@@ -236,11 +245,25 @@ async def _run(server: AssistantServer, request: protocol.CodeActionRequest) -> 
                 if request.kind == "document" and path.suffix == ".py":
                     # Only the documentation comes from the model; the code lines stay the user's.
                     after = rewrite.added_documentation(document.source, after) or after
+                if request.kind == "document" and after == document.source:
+                    return NOTHING_DOCUMENTED
                 return runner.propose_text(path, after, keep_code=request.kind == "document")
 
             turn = await run_block_turn(
                 engine, conversation, runner, block, propose, server.settings.temperature
             )
+            if not runner.edits:
+                # The block never came out right (a small model may keep writing the code back as it
+                # was): the edit tools get their turn, in the same conversation, from the warm cache.
+                conversation.messages.append({"role": "user", "content": TOOL_INSTRUCTIONS[request.kind]})
+                options = TurnOptions(
+                    max_tool_steps=server.settings.max_tool_steps,
+                    max_tokens=server.settings.max_tokens,
+                    temperature=server.settings.temperature,
+                    want_edit=True,
+                    edit_tools=("create_file",) if request.kind == "tests" else ("edit",),
+                )
+                turn = turn.followed_by(await run_turn(engine, conversation, runner, options))
         server.remember_stats(turn)  # before busy ends, so that the "ready" status carries these stats
     outcome = turn_json(conversation.id, turn)
     if request.kind == "explain":

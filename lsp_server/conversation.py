@@ -24,6 +24,7 @@ from .rewrite import code_block
 from .tools import ToolRunner
 
 EDIT_TOOLS = frozenset({"edit", "create_file"})
+RETRY_TEMPERATURE = 0.7
 
 log = logging.getLogger("llama_lsp.conversation")
 
@@ -89,6 +90,21 @@ class TurnResult:
     t_prefill_ms: float = 0.0
     t_decode_ms: float = 0.0
     steps: int = 0
+
+    def followed_by(self, later: TurnResult) -> TurnResult:
+        """One turn made of this one and a later one in the same conversation: the later one's answer,
+        both ones' work."""
+        return TurnResult(
+            content=later.content or self.content,
+            finish_reason=later.finish_reason,
+            tool_calls=self.tool_calls + later.tool_calls,
+            first_stats=self.first_stats,
+            n_evaluated=self.n_evaluated + later.n_evaluated,
+            n_generated=self.n_generated + later.n_generated,
+            t_prefill_ms=self.t_prefill_ms + later.t_prefill_ms,
+            t_decode_ms=self.t_decode_ms + later.t_decode_ms,
+            steps=self.steps + later.steps,
+        )
 
 
 @dataclass(frozen=True)
@@ -185,14 +201,12 @@ def _account(result: TurnResult | None, answer: ChatResult, records: list[ToolCa
 class BlockRequest:
     """A code action answered in the block-rewrite format (lsp_server.rewrite).
 
-    The conversation's last message already asks the first question: `think` when there is one (the
-    model answers it in words, and that analysis stays in the conversation, so it is part of the
-    cached prefix of what follows), else `write`.
+    The conversation's last message asks for the block (`write`), after a sentence or two of analysis
+    where the action needs one (Fix, Refactor): small models write a better block right after saying
+    what is wrong, in the same answer, than in a second answer.
     """
 
-    write: str  # asks for the whole new block in one fenced code block
-    think: str | None = None
-    think_tokens: int = 200
+    write: str  # asks for the whole new block in one fenced code block; repeated after a refusal
     write_tokens: int = 1024
     max_attempts: int = 3  # writes of the block, each after the previous one was refused
 
@@ -205,17 +219,17 @@ async def run_block_turn(
     propose: Callable[[str], str | None],
     temperature: float = 0.0,
 ) -> TurnResult:
-    """Thinks (if asked), then writes the block until `propose` accepts it (returns None) or attempts end.
+    """Writes the block until `propose` accepts it (returns None) or the attempts run out.
 
     `propose` gets the code of the answer's fenced block and returns why it cannot be the edit, which
-    goes back to the model. A block identical to one already refused ends the turn: greedy decoding
-    would only write it again.
+    goes back to the model, and later attempts sample rather than decode greedily. A block identical
+    to one already refused ends the turn. The turn's content is what the answer says before its code.
     """
     # The tools stay declared, unused, so that the prompt's prefix is the same as for every other turn.
     tools = runner.schemas_for(TurnOptions().tool_names)
     result: TurnResult | None = None
 
-    async def ask(max_tokens: int) -> ChatResult:
+    async def ask(max_tokens: int, attempt: int = 0) -> ChatResult:
         nonlocal result
         answer = await engine.generate(
             ChatRequest(
@@ -223,7 +237,10 @@ async def run_block_turn(
                 tools=tools,
                 tool_choice="none",
                 max_tokens=max_tokens,
-                temperature=temperature,
+                # After a refusal, greedy decoding tends to write the same block again: sample instead,
+                # with a seed per attempt, so that the same request still gives the same tokens.
+                temperature=max(temperature, RETRY_TEMPERATURE) if attempt else temperature,
+                seed=attempt,
                 slot=conversation.id,
             )
         )
@@ -233,12 +250,9 @@ async def run_block_turn(
 
     records: list[ToolCallRecord] = []
     analysis = ""
-    if request.think is not None:
-        analysis = (await ask(request.think_tokens)).content.strip()
-        conversation.messages.append({"role": "user", "content": request.write})
     refused: set[str] = set()
-    for _attempt in range(request.max_attempts):
-        answer = await ask(request.write_tokens)
+    for attempt in range(request.max_attempts):
+        answer = await ask(request.write_tokens, attempt)
         if answer.finish_reason in ("cancelled", "error"):
             break
         code = code_block(answer.content)
@@ -247,6 +261,7 @@ async def run_block_turn(
         if problem is None:
             assert result is not None
             result.finish_reason = "edit"
+            analysis = answer.content.split("```")[0].strip()
             break
         log.info("block refused: %s", problem[:300])
         if code is not None and code in refused:

@@ -93,6 +93,12 @@ def python_code_changed(before: str, after: str) -> bool:
     return code(before) != code(after)
 
 
+def _adds_comment(line: str, rewritten: str) -> bool:
+    """Whether rewritten is line with a comment put at its end (and nothing else changed)."""
+    code, rewritten = line.rstrip(), rewritten.rstrip()
+    return "#" not in code and rewritten.startswith(code) and rewritten[len(code) :].lstrip().startswith("#")
+
+
 def _documentation_lines(source: str) -> set[int]:
     """0-based numbers of the lines of source that are comments or docstrings."""
     lines = split_lines(source)
@@ -141,7 +147,10 @@ def added_documentation(before: str, after: str) -> str | None:
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag in ("equal", "replace") and i2 - i1 == j2 - j1:
             for offset in range(i2 - i1):
-                attached.setdefault(j1 + offset, []).append(old[i1 + offset])
+                line, rewritten = old[i1 + offset], new[kept[j1 + offset]]
+                if _adds_comment(line, rewritten):
+                    line = rewritten.rstrip("\r\n") + ending
+                attached.setdefault(j1 + offset, []).append(line)
         else:  # lines after added or dropped: before's lines go where the region starts
             attached.setdefault(j1, []).extend(old[i1:i2])
     merged: list[str] = []

@@ -378,7 +378,7 @@ class ToolRunner:
         name = self.workspace.display(path)
         before = self.text_after_edits(path)
         if after == before:
-            return "That is the code as it was: nothing would change."
+            return "That is the code exactly as it was: nothing would change. Write it with the change made."
         if _breaks_python(path, before, after):
             error = _python_syntax_error(after)
             assert error is not None

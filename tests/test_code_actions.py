@@ -13,6 +13,7 @@ from lsprotocol import types
 
 from lsp_server import protocol
 from lsp_server.ask import apply_workspace_edit
+from lsp_server.code_actions import BLOCK_ATTEMPTS
 
 from .lsp_client import AssistantClient, open_document
 
@@ -69,7 +70,7 @@ async def test_actions_are_listed_at_once_without_edits(client: AssistantClient,
 async def test_each_code_action_gives_an_edit_that_applies_and_parses(
     client: AssistantClient, workspace: Path, kind
 ):
-    uri = (workspace / "inventory.py").as_uri()
+    uri = open_document(client, workspace / "inventory.py")  # each test opens what it uses
     action = next(a for a in await list_actions(client, uri, DISCOUNT_LINES) if a.data["kind"] == kind)
     resolved = await client.code_action_resolve_async(action)
     assert resolved.edit is not None
@@ -91,7 +92,7 @@ async def test_fix_makes_the_failing_test_pass(client: AssistantClient, workspac
     )
     assert failing.returncode == 1
     assert "assert -900.0 == 90.0" in failing.stdout
-    uri = (workspace / "inventory.py").as_uri()
+    uri = open_document(client, workspace / "inventory.py")  # each test opens what it uses
     diagnostic = types.Diagnostic(
         range=DISCOUNT_LINES,
         message="test_apply_discount failed: apply_discount(100.0, 10) returned -900.0, expected 90.0 "
@@ -121,7 +122,7 @@ async def test_fix_makes_the_failing_test_pass(client: AssistantClient, workspac
 async def test_explain_answers_through_a_command_and_the_conversation_continues(
     client: AssistantClient, workspace: Path
 ):
-    uri = (workspace / "inventory.py").as_uri()
+    uri = open_document(client, workspace / "inventory.py")  # each test opens what it uses
     action = next(a for a in await list_actions(client, uri, DISCOUNT_LINES) if a.data["kind"] == "explain")
     resolved = await client.code_action_resolve_async(action)
     assert resolved.edit is None
@@ -136,7 +137,7 @@ async def test_explain_answers_through_a_command_and_the_conversation_continues(
 
 
 async def test_execute_command_applies_its_edit_through_apply_edit(client: AssistantClient, workspace: Path):
-    uri = (workspace / "inventory.py").as_uri()
+    uri = open_document(client, workspace / "inventory.py")  # each test opens what it uses
     before = (workspace / "inventory.py").read_text()
     arguments = {
         "uri": uri,
@@ -156,7 +157,7 @@ async def test_execute_command_applies_its_edit_through_apply_edit(client: Assis
 async def test_a_model_that_writes_no_usable_block_gets_a_bounded_number_of_tries_and_a_clear_error(
     tiny_model: Path, tmp_path: Path
 ):
-    """The tiny random model never writes a code block: each refusal goes back to it, three at most."""
+    """The tiny random model never writes a code block nor a valid edit: each way gets a bounded try."""
     from pygls.exceptions import JsonRpcException
 
     from .lsp_client import SERVER_COMMAND, initialize_params, make_client
@@ -165,7 +166,12 @@ async def test_a_model_that_writes_no_usable_block_gets_a_bounded_number_of_trie
     client = make_client()
     await client.start_io(*SERVER_COMMAND)
     try:
-        options = {"model": str(tiny_model), "maxTokens": 16, "cacheDir": str(tmp_path / "cache")}
+        options = {
+            "model": str(tiny_model),
+            "maxTokens": 16,
+            "maxToolSteps": 2,
+            "cacheDir": str(tmp_path / "cache"),
+        }
         await client.initialize_session(initialize_params(tmp_path, options))
         uri = open_document(client, tmp_path / "m.py")
         diagnostic = types.Diagnostic(
@@ -177,11 +183,12 @@ async def test_a_model_that_writes_no_usable_block_gets_a_bounded_number_of_trie
                 types.ExecuteCommandParams(command=protocol.COMMAND_CODE_ACTION, arguments=[fix.data])
             )
         assert error.value.code == -32803
-        assert "There is no code block in your answer" in error.value.message
+        assert "the model proposed no applicable edit" in error.value.message
         stats = await client.request(protocol.STATS, {})
         assert stats["lastStats"] is not None
         totals = stats["totals"]
         assert totals["requests"] == 1
-        assert totals["nGenerated"] <= 16 * (1 + 3)  # the analysis, then three tries at the block
+        # Two tries at the block, then the edit tools' two steps, each within maxTokens.
+        assert totals["nGenerated"] <= 16 * (BLOCK_ATTEMPTS + 2)
     finally:
         await client.shutdown_session()

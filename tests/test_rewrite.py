@@ -93,3 +93,9 @@ def test_documentation_that_cannot_be_taken_alone_is_refused():
     assert added_documentation("x = 1\n", "x = (\n") is None  # does not parse
     # A change of code with no documentation to take leaves nothing that differs from before.
     assert added_documentation("x = 1\n", "x = 2\n") == "x = 1\n"
+
+
+def test_a_comment_put_at_the_end_of_a_code_line_is_taken_too():
+    before = "def area(w, h):\n    return w*h\n"
+    after = "def area(w, h):\n    return w*h  # width times height\n"
+    assert added_documentation(before, after) == after
