@@ -228,15 +228,16 @@ async def run_block_turn(
     # The tools stay declared, unused, so that the prompt's prefix is the same as for every other turn.
     tools = runner.schemas_for(TurnOptions().tool_names)
     result: TurnResult | None = None
+    records: list[ToolCallRecord] = []
 
-    async def ask(max_tokens: int, attempt: int = 0) -> ChatResult:
+    async def ask(attempt: int) -> ChatResult:
         nonlocal result
         answer = await engine.generate(
             ChatRequest(
                 messages=list(conversation.messages),
                 tools=tools,
                 tool_choice="none",
-                max_tokens=max_tokens,
+                max_tokens=request.write_tokens,
                 # After a refusal, greedy decoding tends to write the same block again: sample instead,
                 # with a seed per attempt, so that the same request still gives the same tokens.
                 temperature=max(temperature, RETRY_TEMPERATURE) if attempt else temperature,
@@ -248,11 +249,10 @@ async def run_block_turn(
         conversation.messages.append({"role": "assistant", "content": answer.content})
         return answer
 
-    records: list[ToolCallRecord] = []
     analysis = ""
     refused: set[str] = set()
     for attempt in range(request.max_attempts):
-        answer = await ask(request.write_tokens, attempt)
+        answer = await ask(attempt)
         if answer.finish_reason in ("cancelled", "error"):
             break
         code = code_block(answer.content)
