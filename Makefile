@@ -41,8 +41,10 @@ test-models: setup
 	timeout $(T_MODEL) $(BIN)/llama-lsp model install $(TEST_MODEL)
 	timeout $(T_MODEL) $(BIN)/llama-lsp model install $(DEFAULT_MODEL)
 
-demo: model ## Ask the default model about a sample file: streamed answer, proposed edit as a diff
-	$(BIN)/llama-lsp ask examples/inventory.py --range 18:20 --action fix \
+# The fix is checked with the example's own test, run by the server on a temporary copy of examples/.
+demo: model ## Ask the default model about a sample file: streamed answer, then a Fix checked by its test
+	cd examples && ../$(BIN)/llama-lsp ask inventory.py --range 18:20 --action fix \
+		--verify "$(abspath $(BIN))/python -m pytest -q -p no:cacheprovider test_inventory.py" \
 		"test_apply_discount failed: apply_discount(100.0, 10) returned -900.0, expected 90.0 (percent is 0-100)"
 
 test: test-python test-vscode ## Run every test: Python, Neovim, VS Code (installs what they need first)

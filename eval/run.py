@@ -91,9 +91,22 @@ class Outcome:
     seconds: float = 0.0
     n_generated: int = 0
     n_evaluated: int = 0
+    verified: bool | None = None  # the server's own check (with --verify): None when nothing was checked
+    checks: int = 0  # how many times the server ran it
 
 
-async def run_action(task: Task, workdir: Path, model: str, threads: int) -> tuple[dict[str, Any], dict]:
+def verify_command(task: Task) -> str:
+    """What `--verify` sets as verifyCommand: the task's tests, or the created test file for Write tests.
+
+    The server runs it on its own copy of the task; the tests that decide the row run afterwards here.
+    """
+    pytest = f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {sys.executable} -m pytest -q -p no:cacheprovider"
+    return f"{pytest} {{file}}" if task.kind == "tests" else pytest
+
+
+async def run_action(
+    task: Task, workdir: Path, model: str, threads: int, verify: bool
+) -> tuple[dict[str, Any], dict]:
     """Starts a server in workdir, resolves the task's code action; returns (resolved action, stats)."""
     client: HeadlessClient = make_client(verbose=False)
     await client.start_io(sys.executable, "-m", "lsp_server", "--stdio", "--log-level", "warning")
@@ -101,6 +114,8 @@ async def run_action(task: Task, workdir: Path, model: str, threads: int) -> tup
     path = workdir / task.file
     text = path.read_text(encoding="utf-8")
     options = {"model": model, "threads": threads, "cacheDir": str(workdir.parent / "cache")}
+    if verify:
+        options["verifyCommand"] = verify_command(task)
     try:
         await client.initialize_async(
             types.InitializeParams(
@@ -269,7 +284,7 @@ def check_tests(task: Task, workdir: Path, after: dict[str, str], outcome: Outco
     outcome.detail = f"{last_line(result)}; caught {caught} of {len(task.mutants)} mutants"
 
 
-def run_task(task: Task, model: str, threads: int) -> Outcome:
+def run_task(task: Task, model: str, threads: int, verify: bool) -> Outcome:
     outcome = Outcome(task.name, task.kind)
     with tempfile.TemporaryDirectory(prefix=f"llama-lsp-eval-{task.name}-") as temp:
         workdir = Path(temp) / "project"
@@ -277,7 +292,7 @@ def run_task(task: Task, model: str, threads: int) -> Outcome:
         task.copy_to(workdir)
         started = time.monotonic()
         try:
-            resolved, stats = asyncio.run(run_action(task, workdir, model, threads))
+            resolved, stats = asyncio.run(run_action(task, workdir, model, threads, verify))
         except (JsonRpcException, asyncio.TimeoutError, StopIteration) as exc:
             outcome.seconds = time.monotonic() - started
             outcome.detail = f"no edit: {getattr(exc, 'message', None) or type(exc).__name__}"[:200]
@@ -285,6 +300,8 @@ def run_task(task: Task, model: str, threads: int) -> Outcome:
         outcome.seconds = time.monotonic() - started
         outcome.n_generated = stats["totals"]["nGenerated"]
         outcome.n_evaluated = stats["totals"]["nEvaluated"]
+        verification = (resolved.get("data") or {}).get("verification") or {}
+        outcome.verified, outcome.checks = verification.get("passed"), verification.get("attempts", 0)
         check(task, workdir, resolved, outcome)
     return outcome
 
@@ -294,7 +311,7 @@ def yes(value: bool) -> str:
 
 
 def print_table(outcomes: list[Outcome]) -> None:
-    header = ("task", "kind", "edit", "applies", "parses", "passes", "s", "gen", "eval", "detail")
+    header = ("task", "kind", "edit", "applies", "parses", "passes", "checked", "s", "gen", "eval", "detail")
     rows = [
         (
             o.task,
@@ -303,6 +320,7 @@ def print_table(outcomes: list[Outcome]) -> None:
             yes(o.applies),
             yes(o.parses),
             yes(o.passed),
+            "-" if o.verified is None else f"{'passed' if o.verified else 'failed'} ({o.checks})",
             f"{o.seconds:.0f}",
             str(o.n_generated),
             str(o.n_evaluated),
@@ -325,6 +343,11 @@ def print_table(outcomes: list[Outcome]) -> None:
             f"applies {sum(o.applies for o in chosen)}/{n}, parses {sum(o.parses for o in chosen)}/{n}, "
             f"passes {sum(o.passed for o in chosen)}/{n} ({sum(o.passed for o in chosen) / n:.0%}), "
             f"median {seconds:.0f} s"
+            + (
+                f", said verified {sum(o.verified is True for o in chosen)}/{n}"
+                if any(o.verified is not None for o in chosen)
+                else ""
+            )
         )
 
 
@@ -334,16 +357,22 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=0, help="engine threads (0: the server's default)")
     parser.add_argument("--tasks", default="*", help="only the tasks whose directory matches this glob")
     parser.add_argument("--json", type=Path, help="also write the outcomes to this file")
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="set verifyCommand to the task's tests, so that the server checks and retries its edits",
+    )
     args = parser.parse_args()
     tasks = [Task.load(d) for d in sorted(TASKS.glob(args.tasks)) if (d / "task.json").is_file()]
     if not tasks:
         print(f"no tasks match {args.tasks!r} in {TASKS}", file=sys.stderr)
         return 2
     models.resolve(args.model)  # fails early, naming the install command, if the model is missing
-    print(f"{len(tasks)} tasks, model {args.model}", flush=True)
+    checked = ", edits checked with the task's tests (verifyCommand)" if args.verify else ""
+    print(f"{len(tasks)} tasks, model {args.model}{checked}", flush=True)
     outcomes = []
     for task in tasks:
-        outcome = run_task(task, args.model, args.threads)
+        outcome = run_task(task, args.model, args.threads, args.verify)
         verdict = "passes" if outcome.passed else "fails"
         print(f"  {task.name}: {verdict} ({outcome.seconds:.0f} s) {outcome.detail}", flush=True)
         outcomes.append(outcome)

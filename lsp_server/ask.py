@@ -146,7 +146,11 @@ async def _ask(args: argparse.Namespace) -> int:
                 ),
                 root_uri=root.as_uri(),
                 workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
-                initialization_options={"model": args.model, "maxTokens": args.max_tokens},
+                initialization_options={
+                    "model": args.model,
+                    "maxTokens": args.max_tokens,
+                    "verifyCommand": args.verify,
+                },
             )
         )
         client.initialized(types.InitializedParams())
@@ -200,20 +204,28 @@ async def _run(
         print(format_stats(answer["stats"]), file=sys.stderr)
     edit = answer.get("edit")
     if args.action:
-        action = await _resolve_action(client, args, uri, text, lines)
+        # The action continues the chat, so that it builds on the answer just given.
+        action = await _resolve_action(client, args, uri, text, lines, answer["conversationId"])
         report["action"] = action
         if args.action == "explain":
             if not args.json:
                 print(action["command"]["arguments"][0]["content"])
             return 0
         edit = action.get("edit")
+        if edit and not args.json:
+            print(f"\n{action['data']['verification']['summary']}", file=sys.stderr)
     if edit:
         return _show_edit(edit, {uri: text}, args, report)
     return 0
 
 
 async def _resolve_action(
-    client: HeadlessClient, args: argparse.Namespace, uri: str, text: str, lines: tuple[int, int] | None
+    client: HeadlessClient,
+    args: argparse.Namespace,
+    uri: str,
+    text: str,
+    lines: tuple[int, int] | None,
+    conversation_id: str,
 ) -> dict[str, Any]:
     selection = lsp_range(lines, len(split_lines(text)))
     diagnostics = []
@@ -236,6 +248,7 @@ async def _resolve_action(
         for a in actions or []
         if isinstance(a, types.CodeAction) and (a.data or {}).get("kind") == args.action
     )
+    chosen.data = {**(chosen.data or {}), "conversationId": conversation_id}
     if not args.json:
         print(f"\n{chosen.title}...", file=sys.stderr)
     resolved = await client.code_action_resolve_async(chosen)

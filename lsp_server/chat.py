@@ -9,6 +9,7 @@ from lsprotocol import types
 from . import documents, protocol
 from .conversation import TurnOptions, TurnResult, run_turn
 from .tools import ToolRunner
+from .verify import Verification
 
 if TYPE_CHECKING:
     from .server import AssistantServer
@@ -43,13 +44,16 @@ async def chat(server: AssistantServer, params: protocol.ChatParams) -> dict[str
             server.progress(types.ProgressParams(token=params.partial_result_token, value={"delta": piece}))
 
     runner = ToolRunner(workspace)
+    verifier = server.verifier(workspace)
     options = TurnOptions(
         max_tool_steps=server.settings.max_tool_steps,
         max_tokens=server.settings.max_tokens,
         temperature=server.settings.temperature,
     )
     with server.busy():
-        turn = await run_turn(engine, conversation, runner, options, stream)
+        turn = await run_turn(engine, conversation, runner, options, stream, verifier)
+        if verifier is not None:
+            verifier.settle(runner)
         server.remember_stats(turn)  # before busy ends, so that the "ready" status carries these stats
     result = turn_json(conversation.id, turn)
     edit = documents.workspace_edit(server.workspace, runner)
@@ -58,6 +62,8 @@ async def chat(server: AssistantServer, params: protocol.ChatParams) -> dict[str
             result["editError"] = "the document changed while the answer was written; ask again"
         else:
             result["edit"] = server.protocol._converter.unstructure(edit)  # plain JSON inside our result
+    if edit is not None or (verifier is not None and verifier.verification.attempts):
+        result["verification"] = (verifier.verification if verifier else Verification(None)).to_json()
     return result
 
 

@@ -108,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--model", default=models.DEFAULT_MODEL, help="a model name or a GGUF path")
     ask.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     ask.add_argument("--max-tokens", type=int, default=512)
+    ask.add_argument(
+        "--verify",
+        metavar="CMD",
+        help="check the action's edit with this shell command, run on a temporary copy of the folder "
+        "({file} is the edited file); the server retries when it fails",
+    )
     ask.add_argument("--verbose", action="store_true", help="show the server's log")
     ask.set_defaults(run=_ask)
     return parser

@@ -10,6 +10,7 @@ newer request for the same action on the same document supersedes the older one.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from .chat import turn_json
 from .conversation import BlockRequest, TurnOptions, run_block_turn, run_turn
 from .edits import split_lines
 from .tools import ToolRunner, Workspace
+from .verify import Verification
 
 if TYPE_CHECKING:
     from .server import AssistantServer
@@ -143,6 +145,8 @@ async def resolve_action(server: AssistantServer, action: types.CodeAction) -> t
         )
     else:
         action.edit = outcome["edit"]
+        # Whether the edit was checked travels with it; clients show it next to the edit.
+        action.data = {**(action.data or {}), "verification": outcome["verification"]}
     return action
 
 
@@ -196,7 +200,8 @@ async def _run(server: AssistantServer, request: protocol.CodeActionRequest) -> 
         )
     engine = await server.ready_engine()
     start_version = document.version
-    conversation = server.conversations.get_or_create(None)
+    # An action may continue a chat, so that a Fix after a question sees the answer's conclusion.
+    conversation = server.conversations.get_or_create(request.conversation_id)
     workspace = server.tool_workspace(request.diagnostics, request.uri)
     conversation.show_document(workspace.display(path), document.source)
     selected = (request.range.start.line + 1, max(request.range.start.line + 1, request.range.end.line))
@@ -216,14 +221,15 @@ async def _run(server: AssistantServer, request: protocol.CodeActionRequest) -> 
         )
         message += f"\n\nThe problems reported there:\n{problems}"
     runner = ToolRunner(workspace)
+    verifier = server.verifier(workspace) if request.kind != "explain" else None
+    options = TurnOptions(
+        max_tool_steps=server.settings.max_tool_steps,
+        max_tokens=server.settings.max_tokens,
+        temperature=server.settings.temperature,
+    )
     with server.busy():
         if request.kind == "explain":
             conversation.messages.append({"role": "user", "content": f"{message}\n\n{EXPLAIN}"})
-            options = TurnOptions(
-                max_tool_steps=server.settings.max_tool_steps,
-                max_tokens=server.settings.max_tokens,
-                temperature=server.settings.temperature,
-            )
             turn = await run_turn(engine, conversation, runner, options)
         else:
             test_file = test_file_for(path, workspace)
@@ -231,11 +237,12 @@ async def _run(server: AssistantServer, request: protocol.CodeActionRequest) -> 
                 first=first, last=last, path=shown_path, language=language, test_file=test_file
             )
             conversation.messages.append({"role": "user", "content": f"{message}\n\n{write}"})
+            attempts = verifier.max_attempts if verifier is not None else BLOCK_ATTEMPTS
             block = BlockRequest(
                 write=write,
                 # Room for the whole block again, and then some: a cut-off block cannot parse.
                 write_tokens=max(server.settings.max_tokens, len("".join(lines[first - 1 : last])) // 2),
-                max_attempts=min(server.settings.max_tool_steps, BLOCK_ATTEMPTS),
+                max_attempts=min(server.settings.max_tool_steps, attempts),
             )
 
             def propose(code: str) -> str | None:
@@ -250,20 +257,22 @@ async def _run(server: AssistantServer, request: protocol.CodeActionRequest) -> 
                 return runner.propose_text(path, after, keep_code=request.kind == "document")
 
             turn = await run_block_turn(
-                engine, conversation, runner, block, propose, server.settings.temperature
+                engine, conversation, runner, block, propose, server.settings.temperature, verifier
             )
-            if not runner.edits:
+            checked = verifier is not None and (verifier.exhausted or verifier.verification.failed_candidates)
+            if not runner.edits and not checked:
                 # The block never came out right (a small model may keep writing the code back as it
                 # was): the edit tools get their turn, in the same conversation, from the warm cache.
                 conversation.messages.append({"role": "user", "content": TOOL_INSTRUCTIONS[request.kind]})
-                options = TurnOptions(
-                    max_tool_steps=server.settings.max_tool_steps,
-                    max_tokens=server.settings.max_tokens,
-                    temperature=server.settings.temperature,
+                forced = dataclasses.replace(
+                    options,
                     want_edit=True,
                     edit_tools=("create_file",) if request.kind == "tests" else ("edit",),
                 )
-                turn = turn.followed_by(await run_turn(engine, conversation, runner, options))
+                later = await run_turn(engine, conversation, runner, forced, verifier=verifier)
+                turn = turn.followed_by(later)
+            if verifier is not None:
+                verifier.settle(runner)
         server.remember_stats(turn)  # before busy ends, so that the "ready" status carries these stats
     outcome = turn_json(conversation.id, turn)
     if request.kind == "explain":
@@ -275,6 +284,7 @@ async def _run(server: AssistantServer, request: protocol.CodeActionRequest) -> 
     if server.document_version(request.uri) != start_version:
         raise documents.StaleDocument(f"{request.uri} changed while the edit was being written; run it again")
     outcome["edit"] = edit
+    outcome["verification"] = (verifier.verification if verifier else Verification(None)).to_json()
     return outcome
 
 

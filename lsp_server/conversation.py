@@ -22,6 +22,7 @@ from .edits import unified_diff
 from .engine import ChatRequest, ChatResult, Engine, Stats
 from .rewrite import code_block
 from .tools import ToolRunner
+from .verify import Verifier
 
 EDIT_TOOLS = frozenset({"edit", "create_file"})
 RETRY_TEMPERATURE = 0.7
@@ -130,8 +131,12 @@ async def run_turn(
     runner: ToolRunner,
     options: TurnOptions,
     on_piece: Callable[[str], None] | None = None,
+    verifier: Verifier | None = None,
 ) -> TurnResult:
-    """Runs the model on the conversation, executing its tool calls, until it answers or runs out of steps."""
+    """Runs the model on the conversation, executing its tool calls, until it answers or runs out of steps.
+
+    With a verifier, each proposed edit is checked, and a failed check is the tool's result.
+    """
     # Every tool is declared on every request, even when unused, so the prompt's prefix never changes.
     tools = runner.schemas_for(options.tool_names)
     records: list[ToolCallRecord] = []
@@ -159,6 +164,11 @@ async def run_turn(
         call = answer.tool_calls[0]
         # Off the event loop: a search through a large folder must not stall other requests or cancels.
         outcome = await asyncio.to_thread(runner.run, call.name, call.arguments)
+        proposed = call.name in EDIT_TOOLS and not outcome.startswith("Error")
+        if proposed and verifier is not None:
+            problem = await verifier.check_latest(runner)
+            if problem is not None:
+                outcome, proposed = f"Error: {problem}", False
         log.info("tool %s(%s) -> %s", call.name, json.dumps(call.arguments)[:2000], outcome[:300])
         records.append(ToolCallRecord(call.name, call.arguments, outcome))
         conversation.messages.append(
@@ -175,7 +185,7 @@ async def run_turn(
             }
         )
         conversation.messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome})
-        if call.name in EDIT_TOOLS and not outcome.startswith("Error"):
+        if proposed or (verifier is not None and verifier.exhausted):
             # An edit is a proposal the user reviews: stop here rather than let the model pile more on.
             result.content = answer.content
             result.finish_reason = "tool_calls"
@@ -218,12 +228,14 @@ async def run_block_turn(
     request: BlockRequest,
     propose: Callable[[str], str | None],
     temperature: float = 0.0,
+    verifier: Verifier | None = None,
 ) -> TurnResult:
     """Writes the block until `propose` accepts it (returns None) or the attempts run out.
 
     `propose` gets the code of the answer's fenced block and returns why it cannot be the edit, which
     goes back to the model, and later attempts sample rather than decode greedily. A block identical
-    to one already refused ends the turn. The turn's content is what the answer says before its code.
+    to one already refused ends the turn. With a verifier, an accepted block is checked too, and a
+    failed check is refused the same way. The turn's content is what the answer says before its code.
     """
     # The tools stay declared, unused, so that the prompt's prefix is the same as for every other turn.
     tools = runner.schemas_for(TurnOptions().tool_names)
@@ -257,6 +269,8 @@ async def run_block_turn(
             break
         code = code_block(answer.content)
         problem = "There is no code block in your answer." if code is None else propose(code)
+        if problem is None and verifier is not None:
+            problem = await verifier.check_latest(runner)
         records.append(ToolCallRecord("write_block", {"code": code}, problem or "accepted"))
         if problem is None:
             assert result is not None

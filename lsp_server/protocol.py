@@ -60,6 +60,7 @@ class CodeActionRequest:
     kind: str
     version: int | None = None
     diagnostics: tuple[dict[str, Any], ...] = ()
+    conversation_id: str | None = None  # continue this conversation (a chat about the same document)
 
 
 def to_plain(value: Any) -> Any:
@@ -127,14 +128,11 @@ def parse_chat_params(raw: Any) -> ChatParams:
     range_ = parse_range(params["range"]) if params.get("range") is not None else None
     if range_ is not None and uri is None:
         raise ParamsError("range needs a textDocument")
-    conversation_id = params.get("conversationId")
-    if conversation_id is not None and (not isinstance(conversation_id, str) or not conversation_id):
-        raise ParamsError("conversationId must be a non-empty string")
     return ChatParams(
         message=message,
         uri=uri,
         range=range_,
-        conversation_id=conversation_id,
+        conversation_id=_conversation_id(params.get("conversationId")),
         partial_result_token=_token(params.get("partialResultToken"), "partialResultToken"),
         work_done_token=_token(params.get("workDoneToken"), "workDoneToken"),
     )
@@ -157,7 +155,14 @@ def parse_code_action_request(raw: Any) -> CodeActionRequest:
         kind=kind,
         version=version,
         diagnostics=tuple(_object(d, "diagnostic") for d in diagnostics),
+        conversation_id=_conversation_id(data.get("conversationId")),
     )
+
+
+def _conversation_id(value: Any) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ParamsError("conversationId must be a non-empty string")
+    return value
 
 
 def stats_json(stats: Any) -> dict[str, Any]:

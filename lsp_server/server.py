@@ -27,6 +27,7 @@ from .engine import Engine
 from .model_host import ModelHost, ModelUnavailable
 from .text_document import LspWorkspace
 from .tools import Diagnostic, Workspace
+from .verify import Verifier
 
 log = logging.getLogger("llama_lsp.server")
 
@@ -155,6 +156,13 @@ class AssistantServer(LanguageServer):
     def document_version(self, uri: str) -> int | None:
         document = documents.get_document(self.workspace, uri)
         return document.version if document is not None else None
+
+    def verifier(self, workspace: Workspace) -> Verifier | None:
+        """What checks a request's edits: only when the user set a verifyCommand."""
+        config = self.settings
+        if config.verify_command is None:
+            return None
+        return Verifier(config.verify_command, config.verify_timeout, config.max_verify_attempts, workspace)
 
     def tool_workspace(
         self, diagnostics: tuple[dict[str, Any], ...] = (), uri: str | None = None

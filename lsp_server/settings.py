@@ -26,6 +26,10 @@ class Settings:
     max_tool_steps: int = 6
     temperature: float = 0.0
     max_tokens: int = 1024
+    # Checking edits (lsp_server.verify): unset by default, since the command runs code the model wrote.
+    verify_command: str | None = None
+    verify_timeout: float = 60.0
+    max_verify_attempts: int = 3
 
     def engine_fields(self) -> tuple[Any, ...]:
         """What reloading the model depends on."""
@@ -41,6 +45,9 @@ _WIRE_NAMES = {
     "maxToolSteps": "max_tool_steps",
     "temperature": "temperature",
     "maxTokens": "max_tokens",
+    "verifyCommand": "verify_command",
+    "verifyTimeout": "verify_timeout",
+    "maxVerifyAttempts": "max_verify_attempts",
 }
 
 _LIMITS: dict[str, tuple[float, float]] = {
@@ -50,6 +57,8 @@ _LIMITS: dict[str, tuple[float, float]] = {
     "max_tool_steps": (1, 32),
     "temperature": (0.0, 2.0),
     "max_tokens": (1, 32768),
+    "verify_timeout": (1, 3600),
+    "max_verify_attempts": (1, 10),
 }
 
 
@@ -74,6 +83,10 @@ def merge(base: Settings, raw: Any) -> tuple[Settings, list[str]]:
 
 
 def _convert(name: str, value: Any, default: Any) -> Any:
+    if name == "verify_command":  # the one optional string: empty unsets it
+        if not isinstance(value, str):
+            raise TypeError("expected a shell command string")
+        return value.strip() or None
     if isinstance(default, Path):
         if not isinstance(value, str) or not value:
             raise ValueError("expected a path")

@@ -318,6 +318,10 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
+# A ToolRunner's edits at one point: the edits, the files' texts, what each edit replaced.
+RunnerState = tuple[list[ProposedEdit], dict[Path, str], list[tuple[Path, str | None]]]
+
+
 class ToolRunner:
     """Runs one request's tool calls and collects the edits they propose."""
 
@@ -329,6 +333,8 @@ class ToolRunner:
         # The text each edited or created file has after this request's edits. Kept rather than recomputed,
         # so the user typing in the editor meanwhile cannot make an accepted edit stop applying.
         self._texts: dict[Path, str] = {}
+        # What each recorded edit replaced in _texts, latest last, so that it can be withdrawn.
+        self._replaced: list[tuple[Path, str | None]] = []
         self._handlers: dict[str, Callable[[dict[str, Any]], str]] = {
             "read_file": self._read_file,
             "list_files": self._list_files,
@@ -389,9 +395,33 @@ class ToolRunner:
         parses = path.suffix == ".py" and _python_syntax_error(after) is None
         if keep_code and parses and python_code_changed(before, after):
             return "That changes the code itself. Keep every line of code exactly as it is; add only docs."
-        self.edits.append(ProposedEdit(path, before, after))
-        self._texts[path] = after
+        self._record(ProposedEdit(path, before, after), after)
         return None
+
+    def _record(self, edit: ProposedEdit, after: str) -> None:
+        self.edits.append(edit)
+        self._replaced.append((edit.path, self._texts.get(edit.path)))
+        self._texts[edit.path] = after
+
+    def withdraw_latest(self) -> None:
+        """Takes the latest edit back (a check failed on it)."""
+        self.edits.pop()
+        path, text = self._replaced.pop()
+        if text is None:
+            del self._texts[path]
+        else:
+            self._texts[path] = text
+
+    def changed_texts(self) -> dict[Path, str]:
+        """The whole text of each file this request's edits change or create."""
+        return dict(self._texts)
+
+    def checkpoint(self) -> RunnerState:
+        return list(self.edits), dict(self._texts), list(self._replaced)
+
+    def restore(self, state: RunnerState) -> None:
+        edits, texts, replaced = state
+        self.edits, self._texts, self._replaced = list(edits), dict(texts), list(replaced)
 
     def propose_file(self, path: str, content: str) -> str | None:
         """Records a new file (the block-rewrite format); None when recorded, else why not."""
@@ -540,8 +570,7 @@ class ToolRunner:
         if old_text in before and _breaks_python(path, before, after):
             after = apply_replacement_reindented(before, old_text, new_text)
         _check_syntax(path, before, after, name)
-        self.edits.append(ProposedEdit(path, old_text, new_text))
-        self._texts[path] = after
+        self._record(ProposedEdit(path, old_text, new_text), after)
         return f"Proposed an edit to {name} at line {line}. The user will review it before it is applied."
 
     def _create_file(self, args: dict[str, Any]) -> str:
@@ -562,8 +591,7 @@ class ToolRunner:
         if len(content.encode()) > MAX_FILE_BYTES:
             raise ToolError(f"the content is too large (the limit is {MAX_FILE_BYTES // 1024} KB)")
         _check_syntax(path, None, content, name)
-        self.edits.append(ProposedEdit(path, None, content))
-        self._texts[path] = content
+        self._record(ProposedEdit(path, None, content), content)
         return (
             f"Proposed creating {name} ({_count(len(content.splitlines()), 'line')}). "
             "The user will review it before it is created."

@@ -17,7 +17,6 @@ from .tiny_model import write_tiny_model
 
 TEST_MODEL = models.TEST_MODEL
 ROOT = Path(__file__).resolve().parent.parent
-collect_ignore = ["fixtures"]  # files the tests copy into workspaces, not tests of ours
 
 
 @pytest.fixture(scope="session")
@@ -68,7 +67,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small project: the demo's inventory module, its tests, and a ~2,000-token file."""
     root = tmp_path_factory.mktemp("workspace")
     shutil.copy(ROOT / "examples" / "inventory.py", root / "inventory.py")
-    shutil.copy(ROOT / "tests" / "fixtures" / "test_inventory.py", root / "test_inventory.py")
+    shutil.copy(ROOT / "examples" / "test_inventory.py", root / "test_inventory.py")
     big = "\n\n".join((ROOT / "lsp_server" / name).read_text() for name in ("engine.py", "models.py"))
     (root / "big.py").write_text(big[:7000])
     return root

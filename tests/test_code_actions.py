@@ -81,6 +81,10 @@ async def test_each_code_action_gives_an_edit_that_applies_and_parses(
     assert texts
     for path, text in texts.items():
         assert path.suffix != ".py" or ast.parse(text)
+    # No verifyCommand is set here, so nothing ran, and the action says its edit was not checked.
+    verification = resolved.data["verification"]
+    assert verification["command"] is None and verification["passed"] is None
+    assert verification["summary"].startswith("not verified")
 
 
 async def test_fix_makes_the_failing_test_pass(client: AssistantClient, workspace: Path):
@@ -134,6 +138,27 @@ async def test_explain_answers_through_a_command_and_the_conversation_continues(
     )
     assert follow_up["conversationId"] == answer["conversationId"]
     assert follow_up["stats"]["nReused"] >= 0.8 * follow_up["stats"]["nPrompt"]
+
+
+async def test_an_action_continues_the_chat_it_names(client: AssistantClient, workspace: Path):
+    uri = open_document(client, workspace / "inventory.py")  # each test opens what it uses
+    chat = await client.request(
+        protocol.CHAT, {"message": "Is apply_discount right? One sentence.", "textDocument": {"uri": uri}}
+    )
+    arguments = {
+        "uri": uri,
+        "kind": "explain",
+        "range": client.protocol._converter.unstructure(DISCOUNT_LINES),
+        "conversationId": chat["conversationId"],
+    }
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=protocol.COMMAND_CODE_ACTION, arguments=[arguments])
+    )
+    assert result["conversationId"] == chat["conversationId"]
+    # The action's prompt holds the chat's question and answer before its own request.
+    first_request = result["stats"]
+    assert first_request["nPrompt"] > chat["stats"]["nPrompt"] + chat["stats"]["nGenerated"]
+    assert first_request["nReused"] >= chat["stats"]["nPrompt"] - 64
 
 
 async def test_execute_command_applies_its_edit_through_apply_edit(client: AssistantClient, workspace: Path):

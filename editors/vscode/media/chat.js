@@ -268,6 +268,36 @@
     return fragment;
   }
 
+  /**
+   * How an edit was checked (src/verification.ts decides the text and the state), with the check's
+   * output folding out below it; all of it as text. `open`: keep the output open across a re-render.
+   * @param {{ state: string, text: string, output?: string }} verification
+   * @param {boolean} open
+   * @param {Document} doc
+   * @returns {HTMLElement}
+   */
+  function verificationBlock(verification, open, doc) {
+    const block = doc.createElement('div');
+    block.className = `verification ${verification.state}`;
+    const line = doc.createElement('div');
+    line.className = 'verification-summary';
+    line.appendChild(doc.createTextNode(verification.text));
+    block.appendChild(line);
+    if (verification.output) {
+      const details = /** @type {HTMLDetailsElement} */ (doc.createElement('details'));
+      details.className = 'verification-output';
+      details.open = open;
+      const summary = doc.createElement('summary');
+      summary.appendChild(doc.createTextNode('Output of the check'));
+      const output = doc.createElement('pre');
+      output.appendChild(doc.createTextNode(verification.output));
+      details.appendChild(summary);
+      details.appendChild(output);
+      block.appendChild(details);
+    }
+    return block;
+  }
+
   // ---- the page ---------------------------------------------------------------------------------
 
   function startUi() {
@@ -332,6 +362,7 @@
         elements.set(entry.id, element);
         transcript.appendChild(element);
       }
+      const outputOpen = Boolean(element.querySelector('details.verification-output[open]'));
       element.className = `message ${entry.role}${entry.done ? ' done' : ''}`;
       if (entry.finishReason) element.setAttribute('data-finish-reason', entry.finishReason);
       else element.removeAttribute('data-finish-reason');
@@ -355,7 +386,10 @@
         const apply = button('apply-edit', entry.edit.applied ? 'Applied' : 'Apply');
         apply.disabled = Boolean(entry.edit.applied);
         edit.append(button('preview-edit secondary', 'Preview'), apply);
+        if (entry.verification) edit.appendChild(verificationBlock(entry.verification, outputOpen, document));
         element.appendChild(edit);
+      } else if (entry.verification) {
+        element.appendChild(verificationBlock(entry.verification, outputOpen, document));
       }
       if (entry.editError) element.appendChild(div('edit-error', entry.editError));
       if (entry.stats) element.appendChild(div('stats', entry.stats));
@@ -452,7 +486,7 @@
     vscode.postMessage({ type: 'ready' });
   }
 
-  const api = { parseMarkdown, parseInline, renderMarkdown, ALLOWED_TAGS };
+  const api = { parseMarkdown, parseInline, renderMarkdown, verificationBlock, ALLOWED_TAGS };
   if (typeof module === 'object' && module.exports) module.exports = api;
   else startUi();
 })();

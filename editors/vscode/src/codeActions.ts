@@ -1,8 +1,8 @@
 /**
  * The code action commands (explain, fix, document, refactor, write tests) for the selection or the
  * current line: the server's `llamaLsp.codeAction` command runs the model and applies the edit itself
- * (workspace/applyEdit); Explain's answer goes to the chat. The lightbulb's actions need nothing here:
- * the language client offers and resolves them.
+ * (workspace/applyEdit); Explain's answer goes to the chat. The lightbulb's actions are offered and
+ * resolved by the language client; server.ts reports their checks.
  */
 
 import * as vscode from 'vscode';
@@ -12,6 +12,7 @@ import { contextLabel } from './chat/host';
 import type { Notifier } from './notifications';
 import { ErrorCode, type ActionKind, type CodeActionArgs, type Range } from './protocol';
 import type { LlamaServer } from './server';
+import { actionNotice } from './verification';
 
 export interface ActionCommand {
   kind: ActionKind;
@@ -65,12 +66,9 @@ export async function runAction(action: ActionCommand, deps: ActionDeps): Promis
       const title = `Llama: Explain ${contextLabel(vscode.workspace.asRelativePath(document.uri, false), range)}`;
       deps.chat.showAnswer({ conversationId: result.conversationId, title, content: result.content }, result.stats);
       await deps.revealChat();
-    } else if (result.applied === false) {
-      void vscode.window.showWarningMessage(
-        `Llama: ${action.title}: the edit was not applied (${result.failureReason ?? 'no reason given'}).`,
-      );
     } else {
-      vscode.window.setStatusBarMessage(`$(check) Llama: ${action.title} applied`, 5000);
+      // Applied or not, and how it was checked: a failed check is a warning with its output.
+      deps.notifier.report(actionNotice(action.title, result));
     }
   } catch (error) {
     if (isCancellation(error)) return;

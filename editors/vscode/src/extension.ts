@@ -10,6 +10,7 @@ import { COMMAND_SHOW_ANSWER, SECTION, type ShowAnswerArgs } from './protocol';
 import { LlamaServer } from './server';
 import { statsSummary } from './status';
 import { StatusBar } from './statusBar';
+import { resolvedActionNotice } from './verification';
 
 let server: LlamaServer | undefined;
 
@@ -45,6 +46,10 @@ export function activate(context: vscode.ExtensionContext): void {
         notifier.forgetServerError();
       }
     }),
+    // A lightbulb action's edit is applied by VS Code right after this; a failed check warns.
+    llama.onDidResolveCheck(({ title, verification }) => notifier.report(resolvedActionNotice(title, verification))),
+    // Restricted Mode withheld the settings that run commands (settings.ts, forTrust); now they may go.
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void llama.trustGranted()),
     host.onDidChangeContext(() => controller.contextChanged()),
     controller.onDidChangeBusy((busy) => void vscode.commands.executeCommand('setContext', 'llamaLsp.busy', busy)),
     vscode.workspace.onDidChangeConfiguration((event) => {

@@ -1,16 +1,19 @@
 /**
  * Errors as notifications with the action that fixes them: "Install model" (runs the installer in a
- * terminal, then restarts the server), "Open settings", "Show log".
+ * terminal, then restarts the server), "Open settings", "Show log". Also the outcome of a code action
+ * and its check (verification.ts decides what to say, and whether it is a warning).
  */
 
 import * as vscode from 'vscode';
 import type { LlamaServer } from './server';
 import { installCommand, isExecutable } from './serverCommand';
 import type { ServerStatus } from './status';
+import type { Notice } from './verification';
 
 const INSTALL = 'Install model';
 const SETTINGS = 'Open settings';
 const LOG = 'Show log';
+const OUTPUT = 'Show output';
 
 /** The model to install when a message names the fix (`llama-lsp model install NAME`). */
 export function installHint(message: string): string | undefined {
@@ -54,6 +57,24 @@ export class Notifier {
   /** Any other error; offers the install when the message names one. */
   error(message: string): void {
     void this.show(message, installHint(message));
+  }
+
+  /**
+   * A code action's outcome. Always logged, with the check's output, so that the output stays
+   * reachable after a status-bar message is gone; a warning offers it directly.
+   */
+  report(notice: Notice): void {
+    const logged = notice.output !== undefined ? `${notice.text}\n${notice.output}` : notice.text;
+    if (notice.level === 'status') {
+      this.output.info(logged);
+      vscode.window.setStatusBarMessage(`$(check) ${notice.text}`, 8000);
+      return;
+    }
+    this.output.warn(logged);
+    const actions = notice.output !== undefined ? [OUTPUT] : [];
+    void vscode.window.showWarningMessage(notice.text, ...actions).then((choice) => {
+      if (choice === OUTPUT) this.output.show(true);
+    });
   }
 
   private async show(message: string, model: string | undefined): Promise<void> {

@@ -85,6 +85,22 @@ export interface ToolCall {
   result: string;
 }
 
+/**
+ * Whether a proposed edit was checked with the user's `verifyCommand`, run by the server on a temporary
+ * copy of the folder with the edit applied (exit status 0 passes).
+ */
+export interface Verification {
+  /** The command as set; null when no verifyCommand is set. */
+  command: string | null;
+  /** null: not checked (no command set, or no edit to check). */
+  passed: boolean | null;
+  attempts: number;
+  /** What the last check printed, already trimmed by the server (its head and tail). */
+  output: string;
+  /** One line for the user: "verified: `pytest -q` passed (attempt 2)", "not verified: ...". */
+  summary: string;
+}
+
 export interface ChatResult {
   conversationId: string;
   content: string;
@@ -92,6 +108,8 @@ export interface ChatResult {
   toolCalls: ToolCall[];
   edit?: WorkspaceEdit;
   editError?: string;
+  /** Only when the answer proposed an edit or a check ran. */
+  verification?: Verification;
   stats: TurnStats;
 }
 
@@ -136,12 +154,21 @@ export interface CodeActionArgs {
   kind: ActionKind;
   version?: number;
   diagnostics?: unknown[];
+  /** Continue this chat conversation, so that the action sees what was said in it. */
+  conversationId?: string;
+}
+
+/** The `data` of a code action after codeAction/resolve: its arguments, and an edit action's check. */
+export interface ResolvedCodeActionData extends CodeActionArgs {
+  verification?: Verification;
 }
 
 /** `llamaLsp.codeAction`'s result: the chat result, plus whether the edit was applied. */
 export interface CodeActionResult extends ChatResult {
   applied?: boolean;
   failureReason?: string;
+  /** Present for every edit action (fix, document, refactor, tests); absent for explain. */
+  verification?: Verification;
 }
 
 /** The argument of `llamaLsp.showAnswer`. */
@@ -156,6 +183,13 @@ export interface InitializationOptions {
   model: string;
   contextSize: number;
   threads: number;
+  /**
+   * Shell command that checks an edit; `{file}` is the edited file's workspace-relative path. Never
+   * sent from an untrusted workspace (settings.ts, `forTrust`).
+   */
+  verifyCommand?: string;
+  verifyTimeout: number;
+  maxVerifyAttempts: number;
 }
 
 export const SECTION = 'llamaLsp';

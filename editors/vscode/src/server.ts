@@ -1,12 +1,14 @@
 /**
  * The server's lifecycle: find its command, start it as a language client, stop and restart it, and
  * turn what it reports (status notifications, loading progress, messages) into one ServerStatus. Also
- * the typed requests the rest of the extension sends, so that only this module knows the client.
+ * the typed requests the rest of the extension sends, so that only this module knows the client, and
+ * the settings the server sees, which depend on workspace trust (settings.ts, `forTrust`).
  */
 
 import * as os from 'node:os';
 import * as vscode from 'vscode';
 import {
+  DidChangeConfigurationNotification,
   ExecuteCommandRequest,
   LanguageClient,
   MessageType,
@@ -28,16 +30,30 @@ import {
   type ChatResult,
   type CodeActionArgs,
   type CodeActionResult,
+  type ResolvedCodeActionData,
   type StatsResult,
+  type Verification,
   type WorkspaceEdit,
 } from './protocol';
 import { repeatsStatusError } from './notifications';
 import { isExecutable, resolveServerCommand, type ServerCommand } from './serverCommand';
-import { initializationOptions, readSettings } from './settings';
+import { configurationForServer, initializationOptions, readSettings } from './settings';
 import { applyLoadProgress, applyStatusNotification, initialStatus, type ServerStatus } from './status';
+import { isVerification } from './verification';
 
 export const NOT_FOUND =
   'Could not find the llama-lsp server: install the llama-lsp Python package (in its checkout: make setup) or set llamaLsp.serverCommand.';
+const NOT_FOUND_RESTRICTED = `${NOT_FOUND} (In Restricted Mode, the workspace's .venv and its llamaLsp.serverCommand are not used.)`;
+
+/** A lightbulb code action the client resolved, with how the server checked its edit. */
+export interface ResolvedCheck {
+  title: string;
+  verification: Verification;
+}
+
+function sameCommand(a: ServerCommand | undefined, b: ServerCommand | undefined): boolean {
+  return a?.command === b?.command && JSON.stringify(a?.args) === JSON.stringify(b?.args);
+}
 
 export class LlamaServer implements vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -46,6 +62,9 @@ export class LlamaServer implements vscode.Disposable {
   private current: ServerStatus = initialStatus;
   private readonly statusChanged = new vscode.EventEmitter<ServerStatus>();
   readonly onDidChangeStatus = this.statusChanged.event;
+  private readonly checkResolved = new vscode.EventEmitter<ResolvedCheck>();
+  /** A lightbulb edit action was resolved: VS Code applies its edit next; this says how it was checked. */
+  readonly onDidResolveCheck = this.checkResolved.event;
   /** The command the running server was started with. */
   command: ServerCommand | undefined;
 
@@ -81,6 +100,23 @@ export class LlamaServer implements vscode.Disposable {
   async restart(): Promise<void> {
     await this.stop();
     await this.start();
+  }
+
+  /**
+   * The workspace became trusted. Its .venv or its serverCommand may now pick another server: then a
+   * restart. Otherwise the running server gets the section again, now with what was withheld.
+   */
+  async trustGranted(): Promise<void> {
+    await this.starting?.catch(() => undefined);
+    const client = this.client;
+    const sameServer = sameCommand(this.resolveCommand().command, this.command);
+    if (client === undefined || client.state !== State.Running || !sameServer) {
+      await this.restart();
+      return;
+    }
+    await client.sendNotification(DidChangeConfigurationNotification.type, {
+      settings: this.settingsForServer([SECTION]),
+    });
   }
 
   async chat(
@@ -124,6 +160,7 @@ export class LlamaServer implements vscode.Disposable {
   dispose(): void {
     void this.stop();
     this.statusChanged.dispose();
+    this.checkResolved.dispose();
   }
 
   private async running(): Promise<LanguageClient> {
@@ -152,24 +189,55 @@ export class LlamaServer implements vscode.Disposable {
     this.statusChanged.fire(status);
   }
 
-  private async startClient(): Promise<void> {
-    const config = vscode.workspace.getConfiguration(SECTION);
-    const settings = readSettings(config);
+  /**
+   * Settings for workspace/didChangeConfiguration, as the client's synchronize would send them (each
+   * section's value under its name), through the trust rule.
+   */
+  private settingsForServer(sections: string[]): Record<string, unknown> {
+    const trusted = vscode.workspace.isTrusted;
+    const config = vscode.workspace.getConfiguration();
+    const settings: Record<string, unknown> = {};
+    for (const section of sections) {
+      const value: unknown = config.get(section);
+      // A plain copy: the configuration's objects are read-only proxies.
+      const plain: unknown = value === undefined ? null : JSON.parse(JSON.stringify(value));
+      settings[section] = configurationForServer(section, plain, trusted);
+    }
+    return settings;
+  }
+
+  private resolveCommand(): { command: ServerCommand | undefined; folders: string[] } {
+    const settings = readSettings(vscode.workspace.getConfiguration(SECTION));
     const folders = (vscode.workspace.workspaceFolders ?? [])
       .filter((f) => f.uri.scheme === 'file')
       .map((f) => f.uri.fsPath);
     const command = resolveServerCommand(settings.serverCommand, {
       pathVariable: process.env.PATH ?? '',
       workspaceFolders: folders,
+      workspaceTrusted: vscode.workspace.isTrusted,
       extensionPath: this.extensionPath,
       homeDir: os.homedir(),
       platform: process.platform,
       isExecutable,
     });
+    return { command, folders };
+  }
+
+  /** A resolved code action's `data.verification`, when the server sent one. */
+  private noteResolved(action: vscode.CodeAction | null | undefined): void {
+    const data: unknown = (action as { data?: unknown } | null | undefined)?.data;
+    if (typeof data !== 'object' || data === null) return;
+    const verification = (data as ResolvedCodeActionData).verification;
+    if (action && isVerification(verification)) this.checkResolved.fire({ title: action.title, verification });
+  }
+
+  private async startClient(): Promise<void> {
+    const { command, folders } = this.resolveCommand();
     this.command = command;
     if (command === undefined) {
-      this.output.error(NOT_FOUND);
-      this.setStatus({ phase: 'error', message: NOT_FOUND, lastStats: this.current.lastStats });
+      const message = vscode.workspace.isTrusted ? NOT_FOUND : NOT_FOUND_RESTRICTED;
+      this.output.error(message);
+      this.setStatus({ phase: 'error', message, lastStats: this.current.lastStats });
       return;
     }
     this.output.info(`starting ${[command.command, ...command.args].join(' ')} --stdio (from ${command.source})`);
@@ -185,8 +253,10 @@ export class LlamaServer implements vscode.Disposable {
     const clientOptions: LanguageClientOptions = {
       // Every file: the server answers about any text, and a chat's document must be open in it.
       documentSelector: [{ scheme: 'file' }],
-      initializationOptions: () => initializationOptions(readSettings(vscode.workspace.getConfiguration(SECTION))),
-      // Sends workspace/didChangeConfiguration with the section when a llamaLsp setting changes.
+      initializationOptions: () =>
+        initializationOptions(readSettings(vscode.workspace.getConfiguration(SECTION)), vscode.workspace.isTrusted),
+      // Sends workspace/didChangeConfiguration with the section when a llamaLsp setting changes (the
+      // middleware below decides what goes in it).
       synchronize: { configurationSection: SECTION },
       outputChannel: this.output,
       traceOutputChannel: this.traceOutput,
@@ -195,6 +265,28 @@ export class LlamaServer implements vscode.Disposable {
         handleWorkDoneProgress: (token, params, next) => {
           this.setStatus(applyLoadProgress(this.current, params));
           next(token, params);
+        },
+        // Every way the settings reach the server goes through the trust rule: the server's
+        // workspace/configuration requests here, initializationOptions above, and the notifications.
+        workspace: {
+          configuration: async (params, token, next) => {
+            const answer = await next(params, token);
+            if (!Array.isArray(answer)) return answer; // an error: nothing to filter
+            const trusted = vscode.workspace.isTrusted;
+            return answer.map((value, i) => configurationForServer(params.items[i]?.section, value, trusted));
+          },
+          // The client's own notification would carry the section unfiltered, so it is sent from here.
+          didChangeConfiguration: async (sections, next) => {
+            if (sections === undefined) return next(sections); // `settings: null`: nothing to filter
+            await client.sendNotification(DidChangeConfigurationNotification.type, {
+              settings: this.settingsForServer(sections),
+            });
+          },
+        },
+        resolveCodeAction: async (item, token, next) => {
+          const resolved = await next(item, token);
+          this.noteResolved(resolved);
+          return resolved;
         },
       },
     };

@@ -17,6 +17,8 @@ export interface ResolveEnv {
   /** The PATH variable's value. */
   pathVariable: string;
   workspaceFolders: string[];
+  /** Restricted Mode: an executable inside the workspace is the workspace's code, so it is not run. */
+  workspaceTrusted: boolean;
   extensionPath: string;
   homeDir: string;
   platform: NodeJS.Platform;
@@ -40,7 +42,7 @@ function expandHome(file: string, homeDir: string): string {
  * The setting wins when it is set: a string is one executable (paths may hold spaces), an array is
  * the executable and its arguments. Otherwise `llama-lsp` on PATH, then the workspace's `.venv`, then
  * the `.venv` of the checkout the extension runs from (`editors/vscode` two levels below the root).
- * Undefined when nothing is found.
+ * The workspace's `.venv` only in a trusted workspace. Undefined when nothing is found.
  */
 export function resolveServerCommand(setting: unknown, env: ResolveEnv): ServerCommand | undefined {
   if (typeof setting === 'string' && setting.trim() !== '') {
@@ -59,7 +61,7 @@ export function resolveServerCommand(setting: unknown, env: ResolveEnv): ServerC
     const candidate = p.join(dir, executableName(env.platform));
     if (env.isExecutable(candidate)) return { command: candidate, args: [], source: 'PATH' };
   }
-  for (const folder of env.workspaceFolders) {
+  for (const folder of env.workspaceTrusted ? env.workspaceFolders : []) {
     const candidate = venvExecutable(folder, env.platform);
     if (env.isExecutable(candidate)) return { command: candidate, args: [], source: 'workspace' };
   }

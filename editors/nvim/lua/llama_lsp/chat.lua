@@ -3,10 +3,12 @@
 local config = require("llama_lsp.config")
 local compat = require("llama_lsp.compat")
 local protocol = require("llama_lsp.protocol")
+local verification = require("llama_lsp.verification")
 
 local M = {}
 
 local TOKEN_PREFIX = "llama-lsp-chat-"
+local NAMESPACE = vim.api.nvim_create_namespace("llama_lsp.chat")
 
 ---@class llama_lsp.ChatRequest
 ---@field client_id integer
@@ -128,6 +130,29 @@ function M.describe_stats(stats)
   )
 end
 
+---The lines under an answer: the proposed edit, whether it was checked, the stats. The second value is
+---the index of the line to highlight as a warning (a failed check), if any.
+---@param result table  an `assistant/chat` result
+---@return string[] lines, integer? warning
+function M.footer(result)
+  local lines, warning = {}, nil
+  if result.edit then
+    table.insert(lines, "_An edit is proposed: `:LlamaApply` applies it._")
+  elseif result.editError then
+    table.insert(lines, "_The proposed edit was dropped: " .. result.editError .. "_")
+  end
+  if type(result.verification) == "table" then
+    table.insert(lines, verification.footer_line(result.verification))
+    if verification.failed(result.verification) then
+      warning = #lines
+    end
+  end
+  if result.stats then
+    table.insert(lines, "_" .. M.describe_stats(result.stats) .. "_")
+  end
+  return lines, warning
+end
+
 ---@param req llama_lsp.ChatRequest
 local function finish(req, err, result)
   if session.request ~= req then
@@ -152,18 +177,18 @@ local function finish(req, err, result)
       vim.api.nvim_buf_set_lines(buf, req.answer_line, -1, false, lines)
     end)
   end
-  local footer = {}
   if result.edit then
     session.pending_edit = { edit = result.edit, client_id = req.client_id }
-    table.insert(footer, "_An edit is proposed: `:LlamaApply` applies it._")
-  elseif result.editError then
-    table.insert(footer, "_The proposed edit was dropped: " .. result.editError .. "_")
   end
-  if result.stats then
-    table.insert(footer, "_" .. M.describe_stats(result.stats) .. "_")
-  end
+  verification.remember(result.verification)
+  local footer, warning = M.footer(result)
   if #footer > 0 then
     append_lines(footer)
+  end
+  if warning then
+    local buf = chat_buffer()
+    local row = vim.api.nvim_buf_line_count(buf) - #footer + warning - 1
+    vim.api.nvim_buf_set_extmark(buf, NAMESPACE, row, 0, { end_col = #footer[warning], hl_group = "DiagnosticWarn" })
   end
   session.last = { result = result, n_partials = req.n_partials }
 end
@@ -304,6 +329,7 @@ function M.new()
   if session.buf and vim.api.nvim_buf_is_valid(session.buf) then
     write(function(buf)
       vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
+      vim.api.nvim_buf_clear_namespace(buf, NAMESPACE, 0, -1)
     end)
   end
 end

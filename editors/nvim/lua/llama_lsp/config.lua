@@ -7,9 +7,24 @@ local M = {}
 ---@field new? string        start a new conversation
 ---@field code_action? string normal and visual mode: `vim.lsp.buf.code_action()`
 
+---Server settings, camelCase as on the wire (the `llamaLsp` section; the server's defaults fill the rest).
+---@class llama_lsp.ServerSettings
+---@field model? string              a catalogue name or a GGUF path
+---@field contextSize? integer
+---@field threads? integer
+---@field slots? integer
+---@field maxTokens? integer
+---@field maxToolSteps? integer
+---@field temperature? number
+---@field cacheDir? string
+---@field verifyCommand? string|false checks each proposed edit in a temporary copy of the folder; runs code
+---                                  the model wrote. `{file}`: the edited file's path. nil, false, "": none
+---@field verifyTimeout? number      seconds per check (default 60)
+---@field maxVerifyAttempts? integer checks per request (default 3)
+
 ---@class llama_lsp.Options
 ---@field cmd string[]                  how to start the server
----@field init_options table            server settings: model, contextSize, threads, slots, maxTokens, ... (docs/protocol.md)
+---@field init_options llama_lsp.ServerSettings  sent as initializationOptions and as the `llamaLsp` settings
 ---@field filetypes string[]|nil        filetypes to attach to; nil attaches every buffer backed by a file
 ---@field root_markers string[]         files that mark a workspace root (one server per root)
 ---@field keymaps llama_lsp.Keymaps|false
@@ -48,6 +63,18 @@ function M.setup(opts)
     end
   end
   return M.options
+end
+
+---The `llamaLsp` settings for the server: `init_options`, with `verifyCommand` always present ("" for
+---none). The server keeps a setting that a later configuration leaves out, so without this, dropping
+---verifyCommand from a second setup() would leave running servers checking edits.
+---@return llama_lsp.ServerSettings
+function M.server_settings()
+  local settings = vim.deepcopy(M.options.init_options)
+  if settings.verifyCommand == nil or settings.verifyCommand == false then
+    settings.verifyCommand = ""
+  end
+  return settings
 end
 
 ---The server command without its serving flags, for `--version` and `model path`.

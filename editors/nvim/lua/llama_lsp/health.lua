@@ -60,6 +60,17 @@ local function check_model()
   end
 end
 
+local function check_verify()
+  local command = config.server_settings().verifyCommand
+  if command == "" then
+    health.info("edit checks: off (see :help llama_lsp-verify)")
+  else
+    health.info(
+      string.format("edit checks: `%s` runs code the model wrote, in a temporary copy of the folder", command)
+    )
+  end
+end
+
 local function check_clients()
   local clients = vim.lsp.get_clients({ name = protocol.CLIENT_NAME })
   if #clients == 0 then
@@ -87,6 +98,7 @@ function M.check()
   if check_server() then
     check_model()
   end
+  check_verify()
   check_clients()
 end
 

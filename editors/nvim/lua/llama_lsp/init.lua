@@ -65,14 +65,19 @@ function M.attach(bufnr)
   end
   local opts = config.options
   local root = vim.fs.root(bufnr, opts.root_markers) or vim.fs.dirname(name)
+  local settings = config.server_settings()
   return vim.lsp.start({
     name = protocol.CLIENT_NAME,
     cmd = opts.cmd,
     root_dir = root,
-    init_options = opts.init_options,
+    init_options = settings,
     -- The server pulls its `llamaLsp` section with workspace/configuration.
-    settings = { llamaLsp = opts.init_options },
+    settings = { llamaLsp = settings },
     handlers = { [protocol.STATUS] = on_status, ["$/progress"] = on_progress },
+    on_init = function(client)
+      -- Code actions report whether their edit was checked (verifyCommand).
+      require("llama_lsp.verification").watch(client)
+    end,
     on_exit = function(_, _, client_id)
       statuses[client_id] = nil
     end,
@@ -106,12 +111,13 @@ end
 ---Send changed settings to the running servers; a new model or context size makes them reload.
 local function push_settings()
   for _, client in ipairs(vim.lsp.get_clients({ name = protocol.CLIENT_NAME })) do
-    client.settings = { llamaLsp = config.options.init_options }
+    client.settings = { llamaLsp = config.server_settings() }
     compat.notify(client, "workspace/didChangeConfiguration", { settings = client.settings })
   end
 end
 
----Start serving; calling it again applies new options, and running servers take the new `init_options`.
+---Start serving; calling it again applies new options, and running servers take the new `init_options`
+---(a setting left out keeps its value there, except `verifyCommand`, which is then turned off).
 ---@param opts? llama_lsp.Options
 function M.setup(opts)
   config.setup(opts)

@@ -15,9 +15,11 @@ import {
   type ShowAnswerArgs,
   type ToolCall,
   type TurnStats,
+  type Verification,
   type WorkspaceEdit,
 } from '../protocol';
 import { formatStats } from '../status';
+import { isVerification, verificationView } from '../verification';
 import type { EntryView, FromWebview, ToWebview } from './messages';
 
 /** What a question is about: a file document and, optionally, the selected range. */
@@ -35,7 +37,8 @@ export interface ChatBackend {
 export interface ChatHost {
   /** The active editor and its selection, when it is a file the server can read. */
   currentContext(): ChatContext | undefined;
-  previewEdit(edit: WorkspaceEdit): Promise<void>;
+  /** `verification`: how the server checked the edit, for the preview's title. */
+  previewEdit(edit: WorkspaceEdit, verification?: Verification): Promise<void>;
   /** Resolves to undefined when applied, else to the reason it was not. */
   applyEdit(edit: WorkspaceEdit): Promise<string | undefined>;
   reportError(message: string): void;
@@ -63,7 +66,8 @@ function describeTool(call: ToolCall): string {
 export class ChatController implements vscode.Disposable {
   private entries: EntryView[] = [];
   private conversationId: string | undefined;
-  private readonly edits = new Map<string, WorkspaceEdit>();
+  /** Proposed edits by answer id, with their checks. */
+  private readonly edits = new Map<string, { edit: WorkspaceEdit; verification?: Verification }>();
   private running: { source: vscode.CancellationTokenSource; answer: EntryView } | undefined;
   /** Bumped by "New conversation": answers that arrive for an older transcript are dropped. */
   private generation = 0;
@@ -230,25 +234,27 @@ export class ChatController implements vscode.Disposable {
     answer.finishReason = result.finishReason;
     answer.stats = formatStats(result.stats);
     if (result.toolCalls.length > 0) answer.tools = result.toolCalls.map(describeTool);
+    const verification = isVerification(result.verification) ? result.verification : undefined;
     if (result.edit !== undefined) {
-      this.edits.set(answer.id, result.edit);
+      this.edits.set(answer.id, { edit: result.edit, verification });
       answer.edit = { files: fileChanges(result.edit).map((change) => fileLabel(change.uri)) };
     }
     if (result.editError !== undefined) answer.editError = result.editError;
+    if (verification !== undefined) answer.verification = verificationView(verification);
   }
 
   private async previewEdit(id: string): Promise<void> {
-    const edit = this.edits.get(id);
-    if (edit === undefined) return;
+    const proposed = this.edits.get(id);
+    if (proposed === undefined) return;
     try {
-      await this.host.previewEdit(edit);
+      await this.host.previewEdit(proposed.edit, proposed.verification);
     } catch (error) {
       this.host.reportError(`Could not preview the edit: ${errorMessage(error)}`);
     }
   }
 
   private async applyEdit(id: string): Promise<void> {
-    const edit = this.edits.get(id);
+    const edit = this.edits.get(id)?.edit;
     const entry = this.entries.find((e) => e.id === id);
     if (edit === undefined || entry?.edit === undefined || entry.edit.applied) return;
     let failure: string | undefined;

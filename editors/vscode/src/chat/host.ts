@@ -6,8 +6,9 @@
 import * as vscode from 'vscode';
 import { applyTextEdits, fileChanges, fileLabel, staleFiles } from '../edits';
 import type { Notifier } from '../notifications';
-import type { Range, WorkspaceEdit } from '../protocol';
+import type { Range, Verification, WorkspaceEdit } from '../protocol';
 import type { LlamaServer } from '../server';
+import { previewTitle } from '../verification';
 import type { ChatContext, ChatHost } from './controller';
 
 /** Read-only documents holding the proposed text for `vscode.diff`. */
@@ -67,7 +68,7 @@ export class EditorHost implements ChatHost, vscode.Disposable {
     return this.lastEditor !== undefined ? editorContext(this.lastEditor) : undefined;
   }
 
-  async previewEdit(edit: WorkspaceEdit): Promise<void> {
+  async previewEdit(edit: WorkspaceEdit, verification?: Verification): Promise<void> {
     for (const change of fileChanges(edit)) {
       const uri = vscode.Uri.parse(change.uri);
       const original = await this.currentText(uri);
@@ -79,7 +80,7 @@ export class EditorHost implements ChatHost, vscode.Disposable {
         left = uri.with({ scheme: PREVIEW_SCHEME, query: `new-${n}` });
         this.previews.set(left.toString(), '');
       }
-      const title = `${fileLabel(change.uri)} ↔ Llama's proposal`;
+      const title = previewTitle(fileLabel(change.uri), verification);
       await vscode.commands.executeCommand('vscode.diff', left, right, title, { preview: true });
     }
   }

@@ -4,6 +4,7 @@
  */
 
 import type { FinishReason } from '../protocol';
+import type { VerificationView } from '../verification';
 
 export interface EntryView {
   id: string;
@@ -22,6 +23,8 @@ export interface EntryView {
   /** Files a proposed edit touches; present when the answer has an edit. */
   edit?: { files: string[]; applied?: boolean };
   editError?: string;
+  /** How the server checked the edit (verifyCommand); shown with it. */
+  verification?: VerificationView;
 }
 
 export type ToWebview =

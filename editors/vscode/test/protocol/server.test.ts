@@ -67,7 +67,7 @@ describe(`llama-lsp over stdio (${model})`, { timeout: 600_000 }, () => {
   // What the extension sends as initializationOptions, plus two test-only server settings: a private
   // cache directory (no slot state from other runs) and a bound on answer length (time on 2 cores).
   const settings = readSettings({ get: <T>(key: string) => (key === 'model' ? model : undefined) as T | undefined });
-  const options = { ...initializationOptions(settings), cacheDir: '', maxTokens: 256 };
+  const options = { ...initializationOptions(settings, true), cacheDir: '', maxTokens: 256 };
 
   /** assistant/chat as the extension's LlamaServer.chat sends it: a fresh partialResultToken per request. */
   async function chat(

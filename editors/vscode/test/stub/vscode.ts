@@ -7,10 +7,17 @@ export const stub = {
   config: {} as Record<string, unknown>,
   statusItems: [] as FakeStatusBarItem[],
   executed: [] as unknown[][],
+  /** Notifications shown: [level, message, ...actions]; the answer to the next one is `choice`. */
+  messages: [] as string[][],
+  choice: undefined as string | undefined,
+  statusMessages: [] as string[],
   reset(): void {
     stub.config = {};
     stub.statusItems = [];
     stub.executed = [];
+    stub.messages = [];
+    stub.choice = undefined;
+    stub.statusMessages = [];
   },
 };
 
@@ -92,6 +99,18 @@ export const window = {
     const item = new FakeStatusBarItem(id, alignment, priority);
     stub.statusItems.push(item);
     return item;
+  },
+  async showWarningMessage(message: string, ...actions: string[]): Promise<string | undefined> {
+    stub.messages.push(['warning', message, ...actions]);
+    return stub.choice;
+  },
+  async showErrorMessage(message: string, ...actions: string[]): Promise<string | undefined> {
+    stub.messages.push(['error', message, ...actions]);
+    return stub.choice;
+  },
+  setStatusBarMessage(text: string): Disposable {
+    stub.statusMessages.push(text);
+    return new Disposable();
   },
 };
 

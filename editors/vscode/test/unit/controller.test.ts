@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import type * as vscode from 'vscode';
 import { ChatController, type ChatBackend, type ChatContext, type ChatHost } from '../../src/chat/controller';
 import type { EntryView, ToWebview } from '../../src/chat/messages';
-import { ErrorCode, type ChatParams, type ChatResult, type WorkspaceEdit } from '../../src/protocol';
+import { ErrorCode, type ChatParams, type ChatResult, type Verification, type WorkspaceEdit } from '../../src/protocol';
 
 const stats = {
   nPrompt: 1800,
@@ -51,13 +51,15 @@ class FakeHost implements ChatHost {
   };
   readonly applied: WorkspaceEdit[] = [];
   readonly previewed: WorkspaceEdit[] = [];
+  readonly previewedChecks: (Verification | undefined)[] = [];
   readonly errors: string[] = [];
   applyFailure: string | undefined;
   currentContext(): ChatContext | undefined {
     return this.context;
   }
-  async previewEdit(edit: WorkspaceEdit): Promise<void> {
+  async previewEdit(edit: WorkspaceEdit, verification?: Verification): Promise<void> {
     this.previewed.push(edit);
+    this.previewedChecks.push(verification);
   }
   async applyEdit(edit: WorkspaceEdit): Promise<string | undefined> {
     this.applied.push(edit);
@@ -234,6 +236,39 @@ describe('chat controller', () => {
     await controller.handle({ type: 'apply', id: answer.id });
     assert.deepEqual(host.applied, [edit]);
     assert.deepEqual(updates()[1].edit, { files: ['app.py'], applied: true });
+  });
+
+  test("the edit's check is shown with it, and goes to the preview", async () => {
+    const { backend, host, controller, updates } = setup();
+    const edit: WorkspaceEdit = { documentChanges: [] };
+    const verification: Verification = {
+      command: 'pytest -q',
+      passed: false,
+      attempts: 3,
+      output: 'E   assert 3 == 4',
+      summary: 'not verified: `pytest -q` failed on all 3 attempts',
+    };
+    const asked = controller.ask('fix it');
+    await tick();
+    backend.last.resolve(result('Done.', { edit, verification }));
+    await asked;
+    const answer = updates()[0];
+    assert.deepEqual(answer.verification, {
+      state: 'failed',
+      text: '⚠ not verified: `pytest -q` failed on all 3 attempts',
+      output: 'E   assert 3 == 4',
+    });
+    await controller.handle({ type: 'preview', id: answer.id });
+    assert.deepEqual(host.previewedChecks, [verification]);
+  });
+
+  test('an answer without an edit or a check has no verification line', async () => {
+    const { backend, controller, updates } = setup();
+    const asked = controller.ask('what is this?');
+    await tick();
+    backend.last.resolve(result('A function.'));
+    await asked;
+    assert.equal(updates()[0].verification, undefined);
   });
 
   test('a refused edit is reported and can be tried again', async () => {

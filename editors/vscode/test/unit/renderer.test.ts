@@ -21,6 +21,7 @@ interface MdNode {
 interface Renderer {
   parseMarkdown(text: string): MdNode[];
   renderMarkdown(text: string, doc: unknown): FakeNode;
+  verificationBlock(verification: { state: string; text: string; output?: string }, open: boolean, doc: unknown): FakeNode;
   ALLOWED_TAGS: Set<string>;
 }
 
@@ -31,6 +32,7 @@ class FakeNode {
   readonly children: FakeNode[] = [];
   className = '';
   title = '';
+  open = false;
   readonly attributes: Record<string, string> = {};
   constructor(
     readonly tag: string,
@@ -159,6 +161,24 @@ describe('markdown renderer', () => {
     ]) {
       assert.ok(!source.includes(sink), sink);
     }
+  });
+
+  test("an edit's check: its summary, and its output folded away, both as text", () => {
+    const output = '<script>alert(1)</script>\nE   assert 3 == 4';
+    const block = renderer.verificationBlock(
+      { state: 'failed', text: '⚠ not verified: `pytest -q` failed on all 3 attempts', output },
+      true,
+      fakeDocument,
+    );
+    assert.equal(block.className, 'verification failed');
+    assert.deepEqual(block.tags(), ['div', 'details', 'summary', 'pre']);
+    assert.equal(block.children[0].textContent(), '⚠ not verified: `pytest -q` failed on all 3 attempts');
+    const details = block.children[1];
+    assert.equal(details.className, 'verification-output');
+    assert.equal(details.open, true);
+    assert.equal(details.children[1].textContent(), output);
+    const quiet = renderer.verificationBlock({ state: 'unchecked', text: 'not verified' }, false, fakeDocument);
+    assert.deepEqual(quiet.tags(), ['div']);
   });
 
   test('a long answer renders in reasonable time', () => {

@@ -7,6 +7,7 @@ function env(existing: string[], overrides: Partial<ResolveEnv> = {}): ResolveEn
   return {
     pathVariable: '/usr/local/bin:/usr/bin',
     workspaceFolders: ['/work/project'],
+    workspaceTrusted: true,
     extensionPath: '/repo/editors/vscode',
     homeDir: '/home/me',
     platform: 'linux',
@@ -48,6 +49,15 @@ describe('server command resolution', () => {
         source: 'workspace',
       },
     );
+  });
+
+  test("an untrusted workspace's .venv is never run", () => {
+    const untrusted = env(['/work/project/.venv/bin/llama-lsp', '/repo/.venv/bin/llama-lsp'], {
+      workspaceTrusted: false,
+    });
+    assert.equal(resolveServerCommand('', untrusted)?.source, 'checkout');
+    const onlyWorkspace = env(['/work/project/.venv/bin/llama-lsp'], { workspaceTrusted: false });
+    assert.equal(resolveServerCommand('', onlyWorkspace), undefined);
   });
 
   test('then the .venv of the checkout the extension runs from', () => {

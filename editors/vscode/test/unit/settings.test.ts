@@ -3,7 +3,16 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { beforeEach, describe, test } from 'node:test';
 import * as vscode from 'vscode';
-import { DEFAULT_CONTEXT_SIZE, DEFAULT_MODEL, initializationOptions, readSettings } from '../../src/settings';
+import {
+  DEFAULT_CONTEXT_SIZE,
+  DEFAULT_MAX_VERIFY_ATTEMPTS,
+  DEFAULT_MODEL,
+  DEFAULT_VERIFY_TIMEOUT,
+  configurationForServer,
+  forTrust,
+  initializationOptions,
+  readSettings,
+} from '../../src/settings';
 import { stub } from '../stub/vscode';
 
 const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'package.json'), 'utf8'));
@@ -18,18 +27,38 @@ describe('settings', () => {
       model: DEFAULT_MODEL,
       contextSize: DEFAULT_CONTEXT_SIZE,
       threads: 0,
+      verifyCommand: '',
+      verifyTimeout: DEFAULT_VERIFY_TIMEOUT,
+      maxVerifyAttempts: DEFAULT_MAX_VERIFY_ATTEMPTS,
     });
   });
 
-  test('initializationOptions carry exactly model, contextSize and threads', () => {
+  test("initializationOptions carry the server's settings, not the extension's own", () => {
     stub.config = {
       'llamaLsp.model': 'qwen2.5-coder-0.5b',
       'llamaLsp.contextSize': 4096,
       'llamaLsp.threads': 2,
       'llamaLsp.serverCommand': ['x'],
+      'llamaLsp.verifyCommand': 'python -m pytest -q',
+      'llamaLsp.verifyTimeout': 30,
+      'llamaLsp.maxVerifyAttempts': 2,
     };
-    const options = initializationOptions(readSettings(vscode.workspace.getConfiguration('llamaLsp')));
-    assert.deepEqual(options, { model: 'qwen2.5-coder-0.5b', contextSize: 4096, threads: 2 });
+    const options = initializationOptions(readSettings(vscode.workspace.getConfiguration('llamaLsp')), true);
+    assert.deepEqual(options, {
+      model: 'qwen2.5-coder-0.5b',
+      contextSize: 4096,
+      threads: 2,
+      verifyCommand: 'python -m pytest -q',
+      verifyTimeout: 30,
+      maxVerifyAttempts: 2,
+    });
+  });
+
+  test('an untrusted workspace sends no verifyCommand in initializationOptions', () => {
+    stub.config = { 'llamaLsp.verifyCommand': 'python -m pytest -q' };
+    const options = initializationOptions(readSettings(vscode.workspace.getConfiguration('llamaLsp')), false);
+    assert.ok(!('verifyCommand' in options));
+    assert.equal(options.verifyTimeout, DEFAULT_VERIFY_TIMEOUT);
   });
 
   test("the manifest's defaults are the code's defaults", () => {
@@ -39,6 +68,59 @@ describe('settings', () => {
     assert.equal(properties['llamaLsp.threads'].default, 0);
     assert.equal(properties['llamaLsp.serverCommand'].default, '');
     assert.ok(properties['llamaLsp.trace.server']);
+    assert.equal(properties['llamaLsp.verifyCommand'].default, '');
+    assert.equal(properties['llamaLsp.verifyTimeout'].default, DEFAULT_VERIFY_TIMEOUT);
+    assert.equal(properties['llamaLsp.maxVerifyAttempts'].default, DEFAULT_MAX_VERIFY_ATTEMPTS);
+  });
+
+  test("the verify settings have the server's bounds (lsp_server/settings.py)", () => {
+    const properties = manifest.contributes.configuration.properties;
+    const bounds = (key: string) => [properties[key].type, properties[key].minimum, properties[key].maximum];
+    assert.deepEqual(bounds('llamaLsp.verifyTimeout'), ['number', 1, 3600]);
+    assert.deepEqual(bounds('llamaLsp.maxVerifyAttempts'), ['integer', 1, 10]);
+    assert.equal(properties['llamaLsp.verifyCommand'].type, 'string');
+    // Its description must say what it does: run code the model wrote.
+    assert.match(properties['llamaLsp.verifyCommand'].markdownDescription, /code the model wrote/);
+    assert.match(properties['llamaLsp.verifyCommand'].markdownDescription, /\{file\}/);
+  });
+});
+
+describe('workspace trust', () => {
+  const section = { model: 'm', verifyCommand: 'python -m pytest -q', verifyTimeout: 60 };
+
+  test('trusted: the settings are kept as they are', () => {
+    assert.equal(forTrust(section, true), section);
+    assert.equal(configurationForServer('llamaLsp', section, true), section);
+    assert.equal(configurationForServer('llamaLsp.verifyCommand', 'pytest', true), 'pytest');
+  });
+
+  test('untrusted: verifyCommand is removed, the rest kept, the original untouched', () => {
+    assert.deepEqual(forTrust(section, false), { model: 'm', verifyTimeout: 60 });
+    assert.equal(section.verifyCommand, 'python -m pytest -q');
+  });
+
+  test('untrusted: every shape of workspace/configuration answer loses it', () => {
+    assert.deepEqual(configurationForServer('llamaLsp', section, false), { model: 'm', verifyTimeout: 60 });
+    assert.equal(configurationForServer('llamaLsp.verifyCommand', 'pytest', false), null);
+    assert.deepEqual(configurationForServer(null, { editor: { tabSize: 4 }, llamaLsp: section }, false), {
+      editor: { tabSize: 4 },
+      llamaLsp: { model: 'm', verifyTimeout: 60 },
+    });
+    assert.deepEqual(configurationForServer(undefined, { llamaLsp: section }, false), {
+      llamaLsp: { model: 'm', verifyTimeout: 60 },
+    });
+    // Other sections and settings pass through.
+    assert.equal(configurationForServer('llamaLsp.model', 'm', false), 'm');
+    assert.deepEqual(configurationForServer('editor', { tabSize: 4 }, false), { tabSize: 4 });
+    assert.equal(configurationForServer('llamaLsp', null, false), null);
+  });
+
+  test('the manifest limits Restricted Mode: the settings that run commands are restricted', () => {
+    const trust = manifest.capabilities.untrustedWorkspaces;
+    assert.equal(trust.supported, 'limited');
+    assert.ok(trust.description.length > 0);
+    assert.ok(trust.restrictedConfigurations.includes('llamaLsp.verifyCommand'));
+    assert.ok(trust.restrictedConfigurations.includes('llamaLsp.serverCommand'));
   });
 });
 

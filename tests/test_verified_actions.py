@@ -1,0 +1,80 @@
+"""A Fix with `verifyCommand` set, over stdio on the default model: a failed check goes back to the model,
+which tries again, and the result says whether the edit it returns passed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+
+from lsp_server import protocol
+
+from .lsp_client import AssistantClient, open_document
+from .test_code_actions import DISCOUNT_LINES, edited_texts, list_actions
+from .test_code_actions import SERVER_OPTIONS as ACTION_OPTIONS
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.usefixtures("default_model_path")]
+
+# The first check fails whatever the edit, so the retry path always runs; later checks are the tests.
+# The marker lives outside the workspace, where only this test looks.
+FIRST_CHECK_DONE = Path(tempfile.mkdtemp(prefix="llama-lsp-test-")) / "first-check-done"
+PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider test_inventory.py"
+VERIFY_COMMAND = (
+    f"if test -e {FIRST_CHECK_DONE}; then {PYTEST}; else touch {FIRST_CHECK_DONE}; "
+    "echo 'test_inventory.py: 1 failed (this first check fails on purpose)'; exit 1; fi"
+)
+MAX_ATTEMPTS = 3
+SERVER_OPTIONS = {**ACTION_OPTIONS, "verifyCommand": VERIFY_COMMAND, "maxVerifyAttempts": MAX_ATTEMPTS}
+
+
+def run_tests(project: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_inventory.py"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
+
+
+async def test_a_fix_whose_first_check_fails_is_retried_and_says_how_its_check_went(
+    client: AssistantClient, workspace: Path, tmp_path: Path
+):
+    before = {path.name: path.read_text() for path in workspace.iterdir() if path.is_file()}
+    uri = open_document(client, workspace / "inventory.py")
+    diagnostic = types.Diagnostic(
+        range=DISCOUNT_LINES,
+        message="test_apply_discount failed: apply_discount(100.0, 10) returned -900.0, expected 90.0",
+        severity=types.DiagnosticSeverity.Error,
+        source="pytest",
+    )
+    action = next(
+        a for a in await list_actions(client, uri, DISCOUNT_LINES, [diagnostic]) if a.data["kind"] == "fix"
+    )
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=protocol.COMMAND_CODE_ACTION, arguments=[action.data])
+    )
+    verification = result["verification"]
+    assert verification["command"] == VERIFY_COMMAND
+    assert FIRST_CHECK_DONE.exists()  # the check ran ...
+    assert 2 <= verification["attempts"] <= MAX_ATTEMPTS  # ... failed once on purpose, and was retried
+    # The failed check's output reached the model as the answer to its first block.
+    assert "fails on purpose" in result["toolCalls"][0]["result"]
+    # Nothing was written in the workspace, not even by the command: it ran on a copy.
+    assert {p.name: p.read_text() for p in workspace.iterdir() if p.is_file()} == before
+
+    # Whatever came back is what the result says it is.
+    (tmp_path / "test_inventory.py").write_text(before["test_inventory.py"])
+    (tmp_path / "inventory.py").write_text(before["inventory.py"])
+    for path, text in edited_texts(client, client.applied_edits[-1].edit, workspace).items():
+        (tmp_path / path.name).write_text(text)
+    tests = run_tests(tmp_path)
+    if verification["passed"]:
+        assert tests.returncode == 0, tests.stdout
+        assert verification["summary"].startswith("verified:")
+    else:
+        assert verification["passed"] is False and verification["attempts"] == MAX_ATTEMPTS
+        assert verification["output"] and verification["summary"].startswith("not verified:")

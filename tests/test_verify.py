@@ -1,0 +1,135 @@
+"""Checking edits (lsp_server.verify) without a model: where the command runs, what it sees, its limits."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from lsp_server import settings
+from lsp_server.tools import ToolRunner, Workspace
+from lsp_server.verify import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS, Verifier
+
+MODULE = "def add(a, b):\n    return a - b\n"
+TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "calc.py").write_text(MODULE)
+    (root / "test_calc.py").write_text(TEST)
+    (root / ".venv").mkdir()
+    (root / ".venv" / "big").write_text("not copied")
+    return root
+
+
+def proposed(project: Path, text: str) -> ToolRunner:
+    runner = ToolRunner(Workspace([project]))
+    assert runner.propose_text(project / "calc.py", text) is None
+    return runner
+
+
+def verifier(project: Path, command: str, timeout_s: float = 30, attempts: int = 3) -> Verifier:
+    return Verifier(command, timeout_s, attempts, Workspace([project]))
+
+
+async def test_a_passing_check_keeps_the_edit_and_says_verified(project: Path):
+    check = verifier(project, "python3 -c 'import calc; assert calc.add(2, 3) == 5'")
+    runner = proposed(project, MODULE.replace("a - b", "a + b"))
+    assert await check.check_latest(runner) is None
+    assert len(runner.edits) == 1
+    result = check.verification.to_json()
+    assert result["passed"] is True and result["attempts"] == 1
+    assert result["summary"].startswith("verified:")
+
+
+async def test_a_failed_check_withdraws_the_edit_and_tells_the_model_why(project: Path):
+    check = verifier(project, "python3 -c 'import calc; assert calc.add(2, 3) == 5, \"add is wrong\"'")
+    runner = proposed(project, MODULE.replace("a - b", "a * b"))
+    problem = await check.check_latest(runner)
+    assert problem is not None and "add is wrong" in problem and "[exit status 1]" in problem
+    assert runner.edits == [] and runner.changed_texts() == {}
+    # A later candidate passes: it is the one kept.
+    assert runner.propose_text(project / "calc.py", MODULE.replace("a - b", "a + b")) is None
+    assert await check.check_latest(runner) is None
+    assert runner.text_after_edits(project / "calc.py") == MODULE.replace("a - b", "a + b")
+    assert check.verification.attempts == 2 and check.verification.passed is True
+
+
+async def test_when_no_candidate_passes_the_first_comes_back_marked_failed(project: Path):
+    check = verifier(project, "exit 3", attempts=2)
+    runner = ToolRunner(Workspace([project]))
+    for body in ("a * b", "b - a"):
+        assert runner.propose_text(project / "calc.py", MODULE.replace("a - b", body)) is None
+        assert await check.check_latest(runner) is not None
+    assert check.exhausted and runner.edits == []
+    check.settle(runner)
+    assert runner.text_after_edits(project / "calc.py") == MODULE.replace("a - b", "a * b")
+    result = check.verification.to_json()
+    assert result["passed"] is False and result["attempts"] == 2
+    assert "[exit status 3]" in result["output"]
+    assert result["summary"] == "not verified: `exit 3` failed on all 2 attempts"
+
+
+async def test_the_command_runs_on_a_copy_never_in_the_workspace(project: Path):
+    check = verifier(project, "touch made-by-check && cat calc.py > seen && ls -a > listing && pwd && false")
+    runner = proposed(project, MODULE.replace("a - b", "a + b"))
+    problem = await check.check_latest(runner)
+    assert problem is not None
+    assert not (project / "made-by-check").exists()
+    assert (project / "calc.py").read_text() == MODULE  # the proposal reached the copy only
+    shown = check.verification.output
+    assert str(project) not in shown and "llama-lsp-check-" in shown
+
+
+async def test_the_copy_holds_the_edit_and_the_file_placeholder_names_it(project: Path):
+    check = verifier(project, "test {file} = calc.py && grep -q 'a + b' {file} && test ! -e .venv")
+    runner = proposed(project, MODULE.replace("a - b", "a + b"))
+    assert await check.check_latest(runner) is None, check.verification.output
+
+
+async def test_the_command_sees_a_scrubbed_environment(project: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("LLAMA_LSP_TEST_SECRET", "hunter2")
+    check = verifier(project, "env; false")
+    await check.check_latest(proposed(project, MODULE.replace("a - b", "a + b")))
+    output = check.verification.output
+    assert "hunter2" not in output and "PATH=" in output
+    assert f"HOME={os.environ.get('HOME')}\n" not in output
+
+
+async def test_the_command_has_no_network(project: Path):
+    # This machine allows user namespaces, so the check runs with a loopback device only.
+    check = verifier(project, "tail -n +3 /proc/net/dev | cut -d: -f1; false")
+    await check.check_latest(proposed(project, MODULE.replace("a - b", "a + b")))
+    assert check.verification.output.split("\n[exit")[0].split() == ["lo"]
+
+
+async def test_a_command_that_hangs_is_killed_at_the_timeout(project: Path):
+    check = verifier(project, "sleep 60 & sleep 60; echo never", timeout_s=1)
+    started = time.monotonic()
+    problem = await check.check_latest(proposed(project, MODULE.replace("a - b", "a + b")))
+    assert time.monotonic() - started < 10
+    assert problem is not None and "longer than 1 s" in problem
+    assert "never" not in check.verification.output
+
+
+async def test_a_command_that_prints_a_lot_is_trimmed_to_its_head_and_tail(project: Path):
+    check = verifier(project, "echo first; seq 1 200000; echo last; false")
+    await check.check_latest(proposed(project, MODULE.replace("a - b", "a + b")))
+    output = check.verification.output
+    assert output.startswith("first\n") and "last\n" in output and "bytes left out" in output
+    assert len(output) < OUTPUT_HEAD_CHARS + OUTPUT_TAIL_CHARS + 200
+
+
+def test_the_verify_settings_are_off_by_default_and_checked():
+    assert settings.Settings().verify_command is None
+    config, warnings = settings.merge(
+        settings.Settings(), {"verifyCommand": " pytest -q ", "verifyTimeout": 5, "maxVerifyAttempts": 0}
+    )
+    assert config.verify_command == "pytest -q" and config.verify_timeout == 5.0
+    assert config.max_verify_attempts == 3 and "maxVerifyAttempts" in warnings[0]
+    assert settings.merge(config, {"verifyCommand": ""})[0].verify_command is None
