@@ -15,28 +15,16 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls import IS_WIN
-from pygls.uris import from_fs_path, to_fs_path, urlparse
+from pygls.uris import from_fs_path
 from pygls.workspace import TextDocument, Workspace
 
 from . import protocol
-from .text_document import LspTextDocument
+from .text_document import LspTextDocument, LspWorkspace, uri_to_path
 from .tools import ProposedEdit, ToolRunner
 
 
 class StaleDocument(Exception):
     """The document changed after the edit was computed: the edit must not be applied."""
-
-
-def uri_to_path(uri: str) -> Path | None:
-    """The file a `file:` URI names, percent-decoded; None for other schemes."""
-    path = to_fs_path(uri)
-    if not path:
-        return None
-    if not IS_WIN and not path.startswith("/"):
-        # pygls reads `file:///c:/x` as the Windows path `c:/x` on every system; elsewhere it is `/c:/x`.
-        path = urlparse(uri)[2]
-    return Path(path)
 
 
 def get_document(workspace: Workspace, uri: str) -> TextDocument | None:
@@ -47,15 +35,10 @@ def get_document(workspace: Workspace, uri: str) -> TextDocument | None:
 
 
 def open_document(workspace: Workspace, path: Path) -> TextDocument | None:
-    """The open document of a file, if any.
-
-    Found by comparing paths rather than by rebuilding a URI: clients spell URIs in ways from_fs_path
-    does not (an encoded drive colon, an upper-case drive letter).
-    """
-    for document in workspace.text_documents.values():
-        if uri_to_path(document.uri) == path:
-            return document
-    return None
+    """The open document of a file, if any (LspWorkspace.document_at)."""
+    if isinstance(workspace, LspWorkspace):
+        return workspace.document_at(path)
+    return next((d for d in workspace.text_documents.values() if uri_to_path(d.uri) == path), None)
 
 
 def workspace_roots(workspace: Workspace, uri: str | None = None) -> list[Path]:

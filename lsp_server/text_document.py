@@ -16,9 +16,12 @@ import bisect
 import logging
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls import IS_WIN
+from pygls.uris import to_fs_path, urlparse
 from pygls.workspace import TextDocument, Workspace
 from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
@@ -27,6 +30,17 @@ from .edits import split_lines
 log = logging.getLogger("llama_lsp.text_document")
 
 _LINE_ENDING = re.compile(r"\r\n|\r|\n")
+
+
+def uri_to_path(uri: str) -> Path | None:
+    """The file a `file:` URI names, percent-decoded; None for other schemes."""
+    path = to_fs_path(uri)
+    if not path:
+        return None
+    if not IS_WIN and not path.startswith("/"):
+        # pygls reads `file:///c:/x` as the Windows path `c:/x` on every system; elsewhere it is `/c:/x`.
+        path = urlparse(uri)[2]
+    return Path(path)
 
 
 class LspTextDocument(TextDocument):
@@ -116,7 +130,11 @@ class LspTextDocument(TextDocument):
 
 
 class LspWorkspace(Workspace):
-    """pygls's Workspace, holding LspTextDocuments."""
+    """pygls's Workspace, holding LspTextDocuments, and finding them by path as well as by URI."""
+
+    # The open documents' keys by the file they name, built when first needed after a didOpen or a
+    # didClose: the tools look files up by path, once per file they read or search.
+    _keys_by_path: dict[Path, str] | None = None
 
     @classmethod
     def replacing(cls, workspace: Workspace) -> LspWorkspace:
@@ -146,6 +164,32 @@ class LspWorkspace(Workspace):
             sync_kind=self._sync_kind,
             position_codec=self.position_codec,
         )
+
+    def put_text_document(
+        self, text_document: types.TextDocumentItem, notebook_uri: str | None = None
+    ) -> None:
+        super().put_text_document(text_document, notebook_uri)
+        self._keys_by_path = None
+
+    def remove_text_document(self, doc_uri: str) -> None:
+        super().remove_text_document(doc_uri)
+        self._keys_by_path = None
+
+    def document_at(self, path: Path) -> TextDocument | None:
+        """The open document of a file, if any.
+
+        Found by comparing paths rather than by rebuilding a URI: clients spell URIs in ways pygls does
+        not (an encoded drive colon, an upper-case drive letter).
+        """
+        if self._keys_by_path is None:
+            self._keys_by_path = {}
+            for key, document in self.text_documents.items():
+                # The key is the decoded URI, where a `#` in a name would read as a fragment.
+                document_path = uri_to_path(document.uri)
+                if document_path is not None:
+                    self._keys_by_path.setdefault(document_path, key)
+        key = self._keys_by_path.get(path)
+        return self.text_documents.get(key) if key is not None else None
 
     def update_text_document(
         self, text_doc: types.VersionedTextDocumentIdentifier, change: types.TextDocumentContentChangeEvent

@@ -385,13 +385,10 @@ class ToolRunner:
         before = self.text_after_edits(path)
         if after == before:
             return "That is the code exactly as it was: nothing would change. Write it with the change made."
-        if _breaks_python(path, before, after):
-            error = _python_syntax_error(after)
-            assert error is not None
-            return (
-                f"That code would not parse ({type(error).__name__}: {error.msg}, line {error.lineno} of "
-                f"{name}). Write the block again, complete, with the file's indentation."
-            )
+        try:
+            _check_syntax(path, before, after, f"write the block again, complete, with {name}'s indentation")
+        except ToolError as exc:
+            return f"{str(exc).capitalize()}."
         parses = path.suffix == ".py" and _python_syntax_error(after) is None
         if keep_code and parses and python_code_changed(before, after):
             return "That changes the code itself. Keep every line of code exactly as it is; add only docs."
@@ -569,7 +566,9 @@ class ToolRunner:
         line = _first_changed_line(before, after)
         if old_text in before and _breaks_python(path, before, after):
             after = apply_replacement_reindented(before, old_text, new_text)
-        _check_syntax(path, before, after, name)
+        _check_syntax(
+            path, before, after, f"write new_text with the file's exact indentation. {name} is unchanged"
+        )
         self._record(ProposedEdit(path, old_text, new_text), after)
         return f"Proposed an edit to {name} at line {line}. The user will review it before it is applied."
 
@@ -590,7 +589,7 @@ class ToolRunner:
             )
         if len(content.encode()) > MAX_FILE_BYTES:
             raise ToolError(f"the content is too large (the limit is {MAX_FILE_BYTES // 1024} KB)")
-        _check_syntax(path, None, content, name)
+        _check_syntax(path, None, content, f"write the content again. {name} was not created")
         self._record(ProposedEdit(path, None, content), content)
         return (
             f"Proposed creating {name} ({_count(len(content.splitlines()), 'line')}). "
@@ -616,13 +615,12 @@ def _breaks_python(path: Path, before: str | None, after: str) -> bool:
     )
 
 
-def _check_syntax(path: Path, before: str | None, after: str, name: str) -> None:
+def _check_syntax(path: Path, before: str | None, after: str, advice: str) -> None:
     """Refuses a Python edit that breaks a file that parsed before: small models often misindent."""
     error = _python_syntax_error(after) if _breaks_python(path, before, after) else None
     if error is not None:
         raise ToolError(
-            f"the result would not parse ({type(error).__name__}: {error.msg}, line {error.lineno}); "
-            f"write new_text with the file's exact indentation. {name} is unchanged"
+            f"the result would not parse ({type(error).__name__}: {error.msg}, line {error.lineno}); {advice}"
         )
 
 

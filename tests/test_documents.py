@@ -155,6 +155,18 @@ def test_a_document_opened_with_an_encoded_uri_is_found_by_that_uri_and_by_its_p
     assert documents.get_document(workspace, "file:///t/other.py") is None
 
 
+def test_a_document_is_found_by_path_only_while_it_is_open():
+    workspace = new_workspace()
+    first, second = "file:///t/a%20b.py", "file:///t/c.py"
+    open_in(workspace, first, "a = 1\n")
+    assert documents.open_document(workspace, Path("/t/a b.py")) is documents.get_document(workspace, first)
+    assert documents.open_document(workspace, Path("/t/c.py")) is None
+    open_in(workspace, second, "c = 1\n")  # opened after the first lookup built the index
+    assert documents.open_document(workspace, Path("/t/c.py")) is documents.get_document(workspace, second)
+    workspace.remove_text_document(first)
+    assert documents.open_document(workspace, Path("/t/a b.py")) is None
+
+
 def test_uri_to_path_decodes_every_escape():
     assert documents.uri_to_path("file:///t/my%20f.py") == Path("/t/my f.py")
     assert documents.uri_to_path("file:///t/caf%C3%A9.py") == Path("/t/café.py")
