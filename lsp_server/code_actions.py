@@ -9,24 +9,18 @@ newer request for the same action on the same document supersedes the older one.
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-import weakref
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcRequestCancelled
+from pygls.workspace import Workspace
 
-from . import documents, protocol, rewrite
-from .chat import turn_json
-from .conversation import BlockRequest, TurnOptions, run_block_turn, run_turn
+from . import documents, lsp_json, protocol, rewrite
+from .conversation import BlockRequest
 from .edits import split_lines
-from .tools import ToolRunner, Workspace
-from .verify import Verification
-
-if TYPE_CHECKING:
-    from .server import AssistantServer
+from .tools import Workspace as ToolWorkspace
+from .turns import DocumentTurn, TurnService
 
 TITLES = {
     "explain": "Explain",
@@ -35,9 +29,6 @@ TITLES = {
     "tests": "Write tests",
     "fix": "Fix",
 }
-
-# Actions cancelled because a newer request for the same action on the same document replaced them.
-_superseded: weakref.WeakSet[asyncio.Future[Any]] = weakref.WeakSet()
 
 LSP_KINDS = {
     "explain": types.CodeActionKind.Refactor + ".llama.explain",
@@ -86,9 +77,9 @@ BLOCK_ATTEMPTS = 2
 LANGUAGES = {".py": "python", ".js": "javascript", ".ts": "typescript", ".rs": "rust", ".go": "go"}
 
 
-def list_actions(server: AssistantServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+def list_actions(lsp_documents: Workspace, params: types.CodeActionParams) -> list[types.CodeAction]:
     """The lazy actions for a range: no model call, just the data to resolve them later."""
-    document = documents.get_document(server.workspace, params.text_document.uri)
+    document = documents.get_document(lsp_documents, params.text_document.uri)
     if document is None:
         return []
     selection = params.range
@@ -111,10 +102,10 @@ def list_actions(server: AssistantServer, params: types.CodeActionParams) -> lis
             title += f": {first_line[:60]}"
         data = {
             "uri": params.text_document.uri,
-            "range": server.protocol._converter.unstructure(selection),
+            "range": lsp_json.to_json(selection),
             "kind": kind,
             "version": document.version,
-            "diagnostics": [server.protocol._converter.unstructure(d) for d in diagnostics],
+            "diagnostics": [lsp_json.to_json(d) for d in diagnostics],
         }
         actions.append(
             types.CodeAction(
@@ -128,9 +119,9 @@ def list_actions(server: AssistantServer, params: types.CodeActionParams) -> lis
     return actions
 
 
-async def resolve_action(server: AssistantServer, action: types.CodeAction) -> types.CodeAction:
+async def resolve_action(turns: TurnService, action: types.CodeAction) -> types.CodeAction:
     request = protocol.parse_code_action_request(action.data)
-    outcome = await run_action(server, request)
+    outcome = await run_action(turns, request)
     if request.kind == "explain":
         action.command = types.Command(
             title="Show the explanation",
@@ -150,14 +141,18 @@ async def resolve_action(server: AssistantServer, action: types.CodeAction) -> t
     return action
 
 
-async def execute_action(server: AssistantServer, raw: Any) -> dict[str, Any]:
+async def execute_action(
+    turns: TurnService,
+    raw: Any,
+    apply_edit: Callable[[types.ApplyWorkspaceEditParams], Awaitable[types.ApplyWorkspaceEditResult]],
+) -> dict[str, Any]:
     """workspace/executeCommand: resolve the action, then apply its edit through workspace/applyEdit."""
     request = protocol.parse_code_action_request(raw)
-    outcome = await run_action(server, request)
+    outcome = await run_action(turns, request)
     edit = outcome.pop("edit", None)
     if edit is not None:
-        documents.check_versions(server.workspace, edit)
-        applied = await server.workspace_apply_edit_async(
+        turns.check_current(edit)  # the user may have typed since the edit was computed
+        applied = await apply_edit(
             types.ApplyWorkspaceEditParams(edit=edit, label=f"Llama: {TITLES[request.kind]}")
         )
         outcome["applied"] = applied.applied
@@ -166,129 +161,96 @@ async def execute_action(server: AssistantServer, raw: Any) -> dict[str, Any]:
     return outcome
 
 
-async def run_action(server: AssistantServer, request: protocol.CodeActionRequest) -> dict[str, Any]:
-    key = (request.uri, request.kind)
-    previous = server.running_actions.get(key)
-    if previous is not None and not previous.done():
-        _superseded.add(previous)
-        previous.cancel()
-    task = asyncio.ensure_future(_run(server, request))
-    server.running_actions[key] = task
-    try:
-        return await task
-    except asyncio.CancelledError:
-        # A superseded action still gets an answer of its own. A cancel from the client (or shutdown)
-        # goes on up, and the protocol layer answers it.
-        if task in _superseded:
-            raise JsonRpcRequestCancelled(
-                f"superseded by a newer Llama: {TITLES[request.kind]} request on this document"
-            ) from None
-        raise
-    finally:
-        if server.running_actions.get(key) is task:
-            del server.running_actions[key]
+async def run_action(turns: TurnService, request: protocol.CodeActionRequest) -> dict[str, Any]:
+    """Runs the action; a newer request for the same action on the same document supersedes it."""
+    work = _run(turns, request)
+    return await turns.superseding((request.uri, request.kind), work, f"Llama: {TITLES[request.kind]}")
 
 
-async def _run(server: AssistantServer, request: protocol.CodeActionRequest) -> dict[str, Any]:
-    document = documents.get_document(server.workspace, request.uri)
-    path = documents.uri_to_path(request.uri)
-    if document is None or path is None:
-        raise protocol.ParamsError(f"unknown document {request.uri}: send textDocument/didOpen first")
-    if request.version is not None and document.version != request.version:
-        raise documents.StaleDocument(
-            f"{request.uri} changed since the action was offered; request code actions again"
-        )
-    engine = await server.ready_engine()
-    start_version = document.version
-    # An action may continue a chat, so that a Fix after a question sees the answer's conclusion.
-    conversation = server.conversations.get_or_create(request.conversation_id)
-    workspace = server.tool_workspace(request.diagnostics, request.uri)
-    conversation.show_document(workspace.display(path), document.source)
-    selected = (request.range.start.line + 1, max(request.range.start.line + 1, request.range.end.line))
-    if request.kind == "explain":
-        first, last = selected
-    else:  # the model rewrites a whole unit: the function or class that holds the selection
-        first, last = rewrite.enclosing_block(document.source, *selected, python=path.suffix == ".py")
-    lines = split_lines(document.source)
-    last = min(last, max(len(lines), 1))
-    shown_path = workspace.display(path)
-    language = LANGUAGES.get(path.suffix, path.suffix.lstrip("."))
-    # The instruction comes last, after the code: small models follow what they read most recently.
-    message = f"Lines {first}-{last} of `{shown_path}`:\n```{language}\n{''.join(lines[first - 1 : last])}```"
-    if request.diagnostics:
-        problems = "\n".join(
-            f"- line {d['range']['start']['line'] + 1}: {d.get('message', '')}" for d in request.diagnostics
-        )
-        message += f"\n\nThe problems reported there:\n{problems}"
-    runner = ToolRunner(workspace)
-    verifier = server.verifier(workspace) if request.kind != "explain" else None
-    options = TurnOptions(
-        max_tool_steps=server.settings.max_tool_steps,
-        max_tokens=server.settings.max_tokens,
-        temperature=server.settings.temperature,
-    )
-    with server.busy():
+async def _run(turns: TurnService, request: protocol.CodeActionRequest) -> dict[str, Any]:
+    async with turns.turn(
+        request.uri,
+        # An action may continue a chat, so that a Fix after a question sees the answer's conclusion.
+        conversation_id=request.conversation_id,
+        version=request.version,
+        diagnostics=request.diagnostics,
+        checked=request.kind != "explain",
+    ) as turn:
+        assert turn.path is not None
+        path, source = turn.path, turn.text
+        selected = (request.range.start.line + 1, max(request.range.start.line + 1, request.range.end.line))
         if request.kind == "explain":
-            conversation.messages.append({"role": "user", "content": f"{message}\n\n{EXPLAIN}"})
-            turn = await run_turn(engine, conversation, runner, options)
+            first, last = selected
+        else:  # the model rewrites a whole unit: the function or class that holds the selection
+            first, last = rewrite.enclosing_block(source, *selected, python=path.suffix == ".py")
+        lines = split_lines(source)
+        last = min(last, max(len(lines), 1))
+        language = LANGUAGES.get(path.suffix, path.suffix.lstrip("."))
+        # The instruction comes last, after the code: small models follow what they read most recently.
+        code = "".join(lines[first - 1 : last])
+        message = f"Lines {first}-{last} of `{turn.shown_path}`:\n```{language}\n{code}```"
+        if request.diagnostics:
+            problems = "\n".join(
+                f"- line {d['range']['start']['line'] + 1}: {d.get('message', '')}"
+                for d in request.diagnostics
+            )
+            message += f"\n\nThe problems reported there:\n{problems}"
+        if request.kind == "explain":
+            await turn.ask(f"{message}\n\n{EXPLAIN}")
         else:
-            test_file = test_file_for(path, workspace)
-            write = WRITE[request.kind].format(
-                first=first, last=last, path=shown_path, language=language, test_file=test_file
-            )
-            conversation.messages.append({"role": "user", "content": f"{message}\n\n{write}"})
-            attempts = verifier.max_attempts if verifier is not None else BLOCK_ATTEMPTS
-            block = BlockRequest(
-                write=write,
-                # Room for the whole block again, and then some: a cut-off block cannot parse.
-                write_tokens=max(server.settings.max_tokens, len("".join(lines[first - 1 : last])) // 2),
-                max_attempts=min(server.settings.max_tool_steps, attempts),
-            )
-
-            def propose(code: str) -> str | None:
-                if request.kind == "tests":
-                    return runner.propose_file(test_file, code)
-                after = rewrite.replace_lines(document.source, first, last, code)
-                if request.kind == "document" and path.suffix == ".py":
-                    # Only the documentation comes from the model; the code lines stay the user's.
-                    after = rewrite.added_documentation(document.source, after) or after
-                if request.kind == "document" and after == document.source:
-                    return NOTHING_DOCUMENTED
-                return runner.propose_text(path, after, keep_code=request.kind == "document")
-
-            turn = await run_block_turn(
-                engine, conversation, runner, block, propose, server.settings.temperature, verifier
-            )
-            checked = verifier is not None and (verifier.exhausted or verifier.verification.failed_candidates)
-            if not runner.edits and not checked:
-                # The block never came out right (a small model may keep writing the code back as it
-                # was): the edit tools get their turn, in the same conversation, from the warm cache.
-                conversation.messages.append({"role": "user", "content": TOOL_INSTRUCTIONS[request.kind]})
-                forced = dataclasses.replace(
-                    options,
-                    want_edit=True,
-                    edit_tools=("create_file",) if request.kind == "tests" else ("edit",),
-                )
-                later = await run_turn(engine, conversation, runner, forced, verifier=verifier)
-                turn = turn.followed_by(later)
-            if verifier is not None:
-                verifier.settle(runner)
-        server.remember_stats(turn)  # before busy ends, so that the "ready" status carries these stats
-    outcome = turn_json(conversation.id, turn)
+            await _write_edit(turn, request.kind, message, first, last, code, language)
+    outcome = turn.reply()
     if request.kind == "explain":
         return outcome
-    edit = documents.workspace_edit(server.workspace, runner)
+    edit = turn.edit()
     if edit is None:
-        reason = turn.tool_calls[-1].result if turn.tool_calls else turn.content or "no answer"
+        result = turn.result
+        assert result is not None
+        reason = result.tool_calls[-1].result if result.tool_calls else result.content or "no answer"
         raise NoEdit(f"the model proposed no applicable edit ({reason[:300]})")
-    if server.document_version(request.uri) != start_version:
-        raise documents.StaleDocument(f"{request.uri} changed while the edit was being written; run it again")
     outcome["edit"] = edit
-    outcome["verification"] = (verifier.verification if verifier else Verification(None)).to_json()
+    outcome["verification"] = turn.verification()
     return outcome
 
 
-def test_file_for(path: Path, workspace: Workspace) -> str:
+async def _write_edit(
+    turn: DocumentTurn, kind: str, message: str, first: int, last: int, code: str, language: str
+) -> None:
+    """The model writes the block again (or the test file); the edit tools get a turn if that fails."""
+    assert turn.path is not None
+    path, source, runner = turn.path, turn.text, turn.runner
+    test_file = test_file_for(path, turn.workspace)
+    write = WRITE[kind].format(
+        first=first, last=last, path=turn.shown_path, language=language, test_file=test_file
+    )
+    attempts = turn.verifier.max_attempts if turn.verifier is not None else BLOCK_ATTEMPTS
+    block = BlockRequest(
+        write=write,
+        # Room for the whole block again, and then some: a cut-off block cannot parse.
+        write_tokens=max(turn.settings.max_tokens, len(code) // 2),
+        max_attempts=min(turn.settings.max_tool_steps, attempts),
+    )
+
+    def propose(block_code: str) -> str | None:
+        if kind == "tests":
+            return runner.propose_file(test_file, block_code)
+        after = rewrite.replace_lines(source, first, last, block_code)
+        if kind == "document" and path.suffix == ".py":
+            # Only the documentation comes from the model; the code lines stay the user's.
+            after = rewrite.added_documentation(source, after) or after
+        if kind == "document" and after == source:
+            return NOTHING_DOCUMENTED
+        return runner.propose_text(path, after, keep_code=kind == "document")
+
+    await turn.write_block(f"{message}\n\n{write}", block, propose)
+    if not runner.edits and not turn.checked_without_passing:
+        # The block never came out right (a small model may keep writing the code back as it was):
+        # the edit tools get their turn, in the same conversation, from the warm cache.
+        edit_tools = ("create_file",) if kind == "tests" else ("edit",)
+        await turn.ask(TOOL_INSTRUCTIONS[kind], want_edit=True, edit_tools=edit_tools)
+
+
+def test_file_for(path: Path, workspace: ToolWorkspace) -> str:
     """Where new tests for a file go: the language's usual name beside it, never an existing file."""
     stem, suffix = path.stem, path.suffix
     names = (

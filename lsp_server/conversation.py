@@ -21,10 +21,9 @@ from . import prompts
 from .edits import unified_diff
 from .engine import ChatRequest, ChatResult, Engine, Stats
 from .rewrite import code_block
-from .tools import ToolRunner
+from .tools import TOOL_NAMES, ToolOutcome, ToolRunner
 from .verify import Verifier
 
-EDIT_TOOLS = frozenset({"edit", "create_file"})
 RETRY_TEMPERATURE = 0.7
 
 log = logging.getLogger("llama_lsp.conversation")
@@ -81,16 +80,53 @@ class ToolCallRecord:
 
 
 @dataclass
+class TurnStats:
+    """One turn's figures: the counters and times of every model request in it (`steps`), summed, so
+    that reused / prompt is the turn's cache hit rate; and the first request's time to its first token,
+    which is how long the user waited. The same record goes to the result, `lastStats` and the totals.
+    """
+
+    n_prompt: int = 0
+    n_reused: int = 0
+    n_evaluated: int = 0
+    n_generated: int = 0
+    t_prefill_ms: float = 0.0
+    t_first_token_ms: float = 0.0
+    t_decode_ms: float = 0.0
+    steps: int = 0
+
+    def count(self, request: Stats) -> None:
+        """Adds one model request's figures."""
+        if self.steps == 0:
+            self.t_first_token_ms = request.t_first_token_ms
+        self.steps += 1
+        self.n_prompt += request.n_prompt
+        self.n_reused += request.n_reused
+        self.n_evaluated += request.n_evaluated
+        self.n_generated += request.n_generated
+        self.t_prefill_ms += request.t_prefill_ms
+        self.t_decode_ms += request.t_decode_ms
+
+    def plus(self, later: TurnStats) -> TurnStats:
+        """These figures followed by a later turn's, as one turn."""
+        return TurnStats(
+            n_prompt=self.n_prompt + later.n_prompt,
+            n_reused=self.n_reused + later.n_reused,
+            n_evaluated=self.n_evaluated + later.n_evaluated,
+            n_generated=self.n_generated + later.n_generated,
+            t_prefill_ms=self.t_prefill_ms + later.t_prefill_ms,
+            t_first_token_ms=self.t_first_token_ms if self.steps else later.t_first_token_ms,
+            t_decode_ms=self.t_decode_ms + later.t_decode_ms,
+            steps=self.steps + later.steps,
+        )
+
+
+@dataclass
 class TurnResult:
     content: str
     finish_reason: str
     tool_calls: list[ToolCallRecord]
-    first_stats: Stats  # the turn's first request: how much of its prompt the cache held
-    n_evaluated: int = 0
-    n_generated: int = 0
-    t_prefill_ms: float = 0.0
-    t_decode_ms: float = 0.0
-    steps: int = 0
+    stats: TurnStats = field(default_factory=TurnStats)
 
     def followed_by(self, later: TurnResult) -> TurnResult:
         """One turn made of this one and a later one in the same conversation: the later one's answer,
@@ -99,12 +135,7 @@ class TurnResult:
             content=later.content or self.content,
             finish_reason=later.finish_reason,
             tool_calls=self.tool_calls + later.tool_calls,
-            first_stats=self.first_stats,
-            n_evaluated=self.n_evaluated + later.n_evaluated,
-            n_generated=self.n_generated + later.n_generated,
-            t_prefill_ms=self.t_prefill_ms + later.t_prefill_ms,
-            t_decode_ms=self.t_decode_ms + later.t_decode_ms,
-            steps=self.steps + later.steps,
+            stats=self.stats.plus(later.stats),
         )
 
 
@@ -113,14 +144,7 @@ class TurnOptions:
     max_tool_steps: int = 6
     max_tokens: int = 1024
     temperature: float = 0.0
-    tool_names: tuple[str, ...] = (
-        "read_file",
-        "list_files",
-        "search",
-        "get_diagnostics",
-        "edit",
-        "create_file",
-    )
+    tool_names: tuple[str, ...] = tuple(TOOL_NAMES)
     want_edit: bool = False  # force tool calls until an edit is proposed
     edit_tools: tuple[str, ...] = ("edit",)  # what a forced call may be, when an edit is wanted
 
@@ -164,13 +188,12 @@ async def run_turn(
         call = answer.tool_calls[0]
         # Off the event loop: a search through a large folder must not stall other requests or cancels.
         outcome = await asyncio.to_thread(runner.run, call.name, call.arguments)
-        proposed = call.name in EDIT_TOOLS and not outcome.startswith("Error")
-        if proposed and verifier is not None:
+        if outcome.proposed and verifier is not None:
             problem = await verifier.check_latest(runner)
             if problem is not None:
-                outcome, proposed = f"Error: {problem}", False
-        log.info("tool %s(%s) -> %s", call.name, json.dumps(call.arguments)[:2000], outcome[:300])
-        records.append(ToolCallRecord(call.name, call.arguments, outcome))
+                outcome = ToolOutcome.failed(problem)
+        log.info("tool %s(%s) -> %s", call.name, json.dumps(call.arguments)[:2000], outcome.text[:300])
+        records.append(ToolCallRecord(call.name, call.arguments, outcome.text))
         conversation.messages.append(
             {
                 "role": "assistant",
@@ -184,8 +207,8 @@ async def run_turn(
                 ],
             }
         )
-        conversation.messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome})
-        if proposed or (verifier is not None and verifier.exhausted):
+        conversation.messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
+        if outcome.proposed or (verifier is not None and verifier.exhausted):
             # An edit is a proposal the user reviews: stop here rather than let the model pile more on.
             result.content = answer.content
             result.finish_reason = "tool_calls"
@@ -197,12 +220,8 @@ async def run_turn(
 def _account(result: TurnResult | None, answer: ChatResult, records: list[ToolCallRecord]) -> TurnResult:
     """The turn's figures with one more model request counted."""
     if result is None:
-        result = TurnResult("", answer.finish_reason, records, answer.stats)
-    result.steps += 1
-    result.n_evaluated += answer.stats.n_evaluated
-    result.n_generated += answer.stats.n_generated
-    result.t_prefill_ms += answer.stats.t_prefill_ms
-    result.t_decode_ms += answer.stats.t_decode_ms
+        result = TurnResult("", answer.finish_reason, records)
+    result.stats.count(answer.stats)
     result.finish_reason = answer.finish_reason
     return result
 
@@ -238,7 +257,7 @@ async def run_block_turn(
     failed check is refused the same way. The turn's content is what the answer says before its code.
     """
     # The tools stay declared, unused, so that the prompt's prefix is the same as for every other turn.
-    tools = runner.schemas_for(TurnOptions().tool_names)
+    tools = runner.schemas_for(TOOL_NAMES)
     result: TurnResult | None = None
     records: list[ToolCallRecord] = []
 

@@ -85,7 +85,10 @@ def changed_region(before: str, after: str) -> tuple[int, int, str]:
 
 
 def workspace_edit(workspace: Workspace, runner: ToolRunner) -> types.WorkspaceEdit | None:
-    """The runner's proposed edits as versioned TextDocumentEdits (and CreateFiles), or None."""
+    """The runner's proposed edits as versioned TextDocumentEdits (and CreateFiles), or None.
+
+    Raises StaleDocument when a file's text is no longer the one its edits were computed against.
+    """
     changes: list[types.TextDocumentEdit | types.CreateFile] = []
     seen: set[Path] = set()
     for proposed in runner.edits:
@@ -123,6 +126,9 @@ def _file_changes(
             position_codec=workspace.position_codec,
         )
     before = document.source
+    if before != runner.original_text(proposed.path):
+        # Diffing the editor's newer text against the edit would undo what the user typed meanwhile.
+        raise StaleDocument(f"{proposed.path.name} changed while the edit was being written; run it again")
     start, end, replacement = changed_region(before, after)
     edit_range = types.Range(
         document.client_position_at_offset(start), document.client_position_at_offset(end)

@@ -135,8 +135,25 @@ class ChatResult:
         return cls(content="", tool_calls=[], finish_reason="cancelled", tokens=[], stats=Stats())
 
 
-class EngineClosed(NativeError):
-    kind = "closed"
+class EngineError(Exception):
+    """The engine could not load or serve a request; the message says why.
+
+    The engine's own error type, so that nothing above it needs the native layer's. `kind` is the
+    native error's machine-readable type (llama_lsp.h), e.g. "model_load" or "context_overflow".
+    """
+
+    def __init__(self, message: str, kind: str = "internal"):
+        super().__init__(message)
+        self.kind = kind
+
+    @classmethod
+    def from_native(cls, error: NativeError) -> EngineError:
+        return cls(str(error), error.kind)
+
+
+class EngineClosed(EngineError):
+    def __init__(self, message: str = "the engine is shut down"):
+        super().__init__(message, "closed")
 
 
 class Job:
@@ -247,7 +264,7 @@ class Engine:
 
     def _enqueue(self, run: Callable[[native.NativeEngine, Job], Any]) -> Job:
         if self._closed:
-            raise EngineClosed("the engine is shut down")
+            raise EngineClosed()
         job = Job(self, run)
         self._queue.put(job)
         return job
@@ -283,8 +300,9 @@ class Engine:
         try:
             engine = self._open()
         except BaseException as exc:
-            self._loaded.set_exception(exc)
-            self._fail_queued(exc)
+            failure = EngineError.from_native(exc) if isinstance(exc, NativeError) else exc
+            self._loaded.set_exception(failure)
+            self._fail_queued(failure)
             return
         try:
             while (job := self._queue.get()) is not None:
@@ -300,7 +318,7 @@ class Engine:
             with self._lock:
                 self._native = None
             engine.close()
-            self._fail_queued(EngineClosed("the engine is shut down"))
+            self._fail_queued(EngineClosed())
 
     def _run(self, engine: native.NativeEngine, job: Job) -> None:
         with self._lock:
@@ -315,6 +333,8 @@ class Engine:
             self._current = job
         try:
             job.future.set_result(job.run(engine, job))
+        except NativeError as exc:
+            job.future.set_exception(EngineError.from_native(exc))
         except BaseException as exc:  # the worker must outlive any one request
             job.future.set_exception(exc)
         finally:

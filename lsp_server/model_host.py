@@ -14,8 +14,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from . import models, native
-from .engine import Engine, EngineConfig, model_cache_key
+from . import models
+from .engine import Engine, EngineConfig, EngineError, model_cache_key
 from .settings import Settings
 
 log = logging.getLogger("llama_lsp.model_host")
@@ -132,7 +132,7 @@ class ModelHost:
         end_progress = await self._events.load_started(settings)
         try:
             info = await engine.ready()
-        except native.NativeError as exc:
+        except EngineError as exc:
             await asyncio.to_thread(engine.close)
             raise ModelUnavailable(f"could not load {model_path}: {exc}") from None
         except asyncio.CancelledError:  # closed while loading: free what was loaded

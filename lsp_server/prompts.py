@@ -13,27 +13,6 @@ SYSTEM_PROMPT = (
     "When you change code, change only what the request needs and keep the file's style."
 )
 
-EDIT_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "edit",
-        "description": "Propose a change to a file: replace old_text, which must appear exactly once "
-        "in the file, with new_text.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "the file's path, relative to the workspace",
-                },
-                "old_text": {"type": "string", "description": "the exact text to replace"},
-                "new_text": {"type": "string", "description": "the replacement text"},
-            },
-            "required": ["path", "old_text", "new_text"],
-        },
-    },
-}
-
 
 def system_message() -> dict[str, Any]:
     return {"role": "system", "content": SYSTEM_PROMPT}

@@ -166,7 +166,8 @@ def _conversation_id(value: Any) -> str | None:
 
 
 def stats_json(stats: Any) -> dict[str, Any]:
-    """Engine stats in the protocol's camelCase (the same counters, end to end)."""
+    """A turn's figures (conversation.TurnStats) in the protocol's camelCase: the counters the engine
+    reports per request, summed over the turn's `steps`, with the same names end to end."""
     return {
         "nPrompt": stats.n_prompt,
         "nReused": stats.n_reused,
@@ -175,4 +176,5 @@ def stats_json(stats: Any) -> dict[str, Any]:
         "tPrefillMs": round(stats.t_prefill_ms, 1),
         "tFirstTokenMs": round(stats.t_first_token_ms, 1),
         "tDecodeMs": round(stats.t_decode_ms, 1),
+        "steps": stats.steps,
     }

@@ -13,7 +13,6 @@ import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
 from typing import Any, TypeVar
 
 from lsprotocol import types
@@ -21,13 +20,11 @@ from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcIn
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import default_converter
 
-from . import __version__, chat, code_actions, documents, native, protocol, rpc, settings
-from .conversation import ConversationStore, TurnResult
-from .engine import Engine
+from . import __version__, chat, code_actions, documents, protocol, rpc, settings
+from .engine import Engine, EngineError
 from .model_host import ModelHost, ModelUnavailable
 from .text_document import LspWorkspace
-from .tools import Diagnostic, Workspace
-from .verify import Verifier
+from .turns import TurnService
 
 log = logging.getLogger("llama_lsp.server")
 
@@ -57,14 +54,11 @@ class AssistantServer(LanguageServer):
             converter_factory=_plain_params_converter,
         )
         self.settings = settings.Settings()
-        self.conversations = ConversationStore()
-        self.running_actions: dict[tuple[str, str], asyncio.Future[Any]] = {}
+        self.turns = TurnService(self)
         self.model_host = ModelHost(self, lambda: self.settings)
         self.configured = False  # the client's configuration has been read (or it has none)
         self.state = protocol.LOADING
         self.n_busy = 0
-        self.totals = {"requests": 0, "nPrompt": 0, "nReused": 0, "nEvaluated": 0, "nGenerated": 0}
-        self.last_stats: dict[str, Any] | None = None
 
     # ---- status ----------------------------------------------------------------------------------
 
@@ -77,8 +71,9 @@ class AssistantServer(LanguageServer):
             payload["installModel"] = install_model
         if state == protocol.BUSY and self.model_host.engine is not None:
             payload["queue"] = self.model_host.engine.queue_length
-        if self.last_stats is not None:
-            payload["lastStats"] = self.last_stats
+        last_stats = self.turns.stats.last_json()
+        if last_stats is not None:
+            payload["lastStats"] = last_stats
         self.protocol.notify(protocol.STATUS, payload)
 
     @contextlib.contextmanager
@@ -91,15 +86,6 @@ class AssistantServer(LanguageServer):
             self.n_busy -= 1
             if self.n_busy == 0 and self.state == protocol.BUSY:
                 self.set_status(protocol.READY)
-
-    def remember_stats(self, turn: TurnResult) -> None:
-        stats = turn.first_stats
-        self.totals["requests"] += 1
-        self.totals["nPrompt"] += stats.n_prompt
-        self.totals["nReused"] += stats.n_reused
-        self.totals["nEvaluated"] += turn.n_evaluated
-        self.totals["nGenerated"] += turn.n_generated
-        self.last_stats = protocol.stats_json(stats)
 
     # ---- model: the host loads it; these turn its events into status and progress ----------------
 
@@ -147,63 +133,6 @@ class AssistantServer(LanguageServer):
         if self.configured:  # before that, `initialized` asks for the engine once the configuration is in
             self.model_host.want(new)
 
-    # ---- documents -------------------------------------------------------------------------------
-
-    def roots(self, uri: str | None = None) -> list[Path]:
-        """The tools' folders; with no workspace folder, the folder of the document `uri`."""
-        return documents.workspace_roots(self.workspace, uri)
-
-    def document_version(self, uri: str) -> int | None:
-        document = documents.get_document(self.workspace, uri)
-        return document.version if document is not None else None
-
-    def verifier(self, workspace: Workspace) -> Verifier | None:
-        """What checks a request's edits: only when the user set a verifyCommand."""
-        config = self.settings
-        if config.verify_command is None:
-            return None
-        return Verifier(config.verify_command, config.verify_timeout, config.max_verify_attempts, workspace)
-
-    def tool_workspace(
-        self, diagnostics: tuple[dict[str, Any], ...] = (), uri: str | None = None
-    ) -> Workspace:
-        """The tools' view of the workspace for a request about the document `uri`, if any.
-
-        The diagnostics are those the client sent with the request.
-        """
-        known = [d for d in (_diagnostic(raw, uri) for raw in diagnostics) if d is not None]
-
-        def diagnostics_for(path: Path | None) -> list[Diagnostic]:
-            return [d for d in known if path is None or d.path == path]
-
-        roots = self.roots(uri)
-        if not roots:
-            # No folder and no document: a chat in an editor opened on no folder. The tools stay declared,
-            # so the prompt keeps its cached prefix, and answer the model that no folder is open. Lending
-            # them the folders of open documents instead would open directories the user never chose.
-            log.info("no workspace folder and no document: the tools have no files to work with")
-        return Workspace(
-            roots,
-            open_text=lambda p: documents.open_text(self.workspace, p),
-            diagnostics=diagnostics_for,
-        )
-
-
-def _diagnostic(raw: dict[str, Any], uri: str | None) -> Diagnostic | None:
-    path = documents.uri_to_path(uri) if uri else None
-    start = raw.get("range", {}).get("start", {})
-    severity = {1: "error", 2: "warning", 3: "information", 4: "hint"}.get(raw.get("severity") or 1, "error")
-    if path is None:
-        return None
-    return Diagnostic(
-        path=path,
-        line=int(start.get("line", 0)) + 1,
-        column=int(start.get("character", 0)) + 1,
-        severity=severity,
-        message=str(raw.get("message", "")),
-        source=raw.get("source"),
-    )
-
 
 def _lsp_errors(handler: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
     """Turns the features' exceptions into LSP error answers with messages a user can act on."""
@@ -216,7 +145,7 @@ def _lsp_errors(handler: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable
             raise JsonRpcInvalidParams(str(exc)) from None
         except documents.StaleDocument as exc:
             raise JsonRpcContentModified(str(exc)) from None
-        except (code_actions.NoEdit, native.NativeError) as exc:
+        except (code_actions.NoEdit, EngineError) as exc:
             raise JsonRpcException(f"llama-lsp: {exc}", code=REQUEST_FAILED) from None
         except (JsonRpcException, asyncio.CancelledError):
             raise
@@ -283,22 +212,21 @@ def create_server() -> AssistantServer:
     @server.feature(protocol.CHAT)
     @_lsp_errors
     async def on_chat(ls: AssistantServer, params: Any) -> dict[str, Any]:
-        return await chat.chat(ls, protocol.parse_chat_params(params))
+        return await chat.chat(ls.turns, protocol.parse_chat_params(params), ls.progress)
 
     @server.feature(protocol.STATS)
     @_lsp_errors
     async def on_stats(ls: AssistantServer, _params: Any) -> dict[str, Any]:
         engine = ls.model_host.engine
         info = await engine.info() if engine is not None else None
-        hit_rate = ls.totals["nReused"] / ls.totals["nPrompt"] if ls.totals["nPrompt"] else 0.0
         return {
             "state": ls.state,
             "model": ls.settings.model,
             "error": str(ls.model_host.error) if ls.model_host.error else None,
             "modelLoads": ls.model_host.n_loads,
             "engine": info,
-            "totals": {**ls.totals, "cacheHitRate": round(hit_rate, 4)},
-            "lastStats": ls.last_stats,
+            "totals": ls.turns.stats.totals_json(),
+            "lastStats": ls.turns.stats.last_json(),
         }
 
     @server.feature(
@@ -308,12 +236,12 @@ def create_server() -> AssistantServer:
         ),
     )
     def on_code_action(ls: AssistantServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-        return code_actions.list_actions(ls, params)
+        return code_actions.list_actions(ls.workspace, params)
 
     @server.feature(types.CODE_ACTION_RESOLVE)
     @_lsp_errors
     async def on_code_action_resolve(ls: AssistantServer, action: types.CodeAction) -> types.CodeAction:
-        return await code_actions.resolve_action(ls, action)
+        return await code_actions.resolve_action(ls.turns, action)
 
     @server.command(protocol.COMMAND_CODE_ACTION)
     @_lsp_errors
@@ -322,6 +250,6 @@ def create_server() -> AssistantServer:
             raise protocol.ParamsError(
                 f"{protocol.COMMAND_CODE_ACTION} takes one argument: {{uri, range, kind}}"
             )
-        return await code_actions.execute_action(ls, args[0])
+        return await code_actions.execute_action(ls.turns, args[0], ls.workspace_apply_edit_async)
 
     return server

@@ -28,7 +28,6 @@ from .edits import (
     apply_replacement_reindented,
     split_lines,
 )
-from .prompts import EDIT_TOOL
 from .rewrite import python_code_changed
 
 MAX_FILE_BYTES = 512 * 1024
@@ -89,7 +88,11 @@ def _no_diagnostics(path: Path | None) -> list[Diagnostic]:
 class Workspace:
     """The workspace folders and how to read them: open documents' unsaved text wins over the disk.
 
-    With no folders at all every path is outside, and the tools say that no folder is open.
+    The one path rule: a file is shown relative to its folder, prefixed with the folder's name when
+    there are several, and a shown path resolves back to the same file. `documents` are files outside
+    every folder that the request is about (an editor may open one beside a folder): shown and resolved
+    absolute, and readable and editable in place. With no folders at all, every other path is outside,
+    and the tools say that no folder is open.
     """
 
     def __init__(
@@ -97,23 +100,34 @@ class Workspace:
         roots: Sequence[Path],
         open_text: Callable[[Path], str | None] = _no_open_text,
         diagnostics: Callable[[Path | None], list[Diagnostic]] = _no_diagnostics,
+        documents: Sequence[Path] = (),
     ) -> None:
         self.roots = [Path(root).resolve() for root in roots]
         self.open_text = open_text
         self.diagnostics = diagnostics
+        resolved = [Path(d).resolve() for d in documents]
+        self.documents = frozenset(d for d in resolved if not any(d.is_relative_to(r) for r in self.roots))
+        # Each folder's name as paths show it; two folders of one name are told apart by a number.
+        self._names: dict[str, Path] = {}
+        for root in self.roots:
+            name = unique = root.name or "root"
+            number = 2
+            while unique in self._names:
+                unique, number = f"{name}-{number}", number + 1
+            self._names[unique] = root
 
     def contains(self, path: Path) -> bool:
-        return any(path.is_relative_to(root) for root in self.roots)
+        return any(path.is_relative_to(root) for root in self.roots) or path in self.documents
 
     def resolve(self, path: str) -> Path:
-        """The absolute path a model-given path names; relative paths start at the first folder."""
+        """The absolute path a model-given path names (the inverse of `display`)."""
         if not path.strip():
             raise ToolError("the path is empty")
-        if not self.roots:
+        if not self.roots and not self.documents:
             raise ToolError("no folder is open in the editor, so there are no files to work with")
         candidate = Path(path)
         if not candidate.is_absolute():
-            candidate = self.roots[0] / candidate
+            candidate = self._in_folder(candidate)
         try:
             # resolve() follows `..` and symlinks, so the containment check below sees where the path
             # really leads, not how it is spelled.
@@ -124,13 +138,24 @@ class Workspace:
             raise ToolError(f"{path} is outside the workspace; use a path relative to the workspace folder")
         return resolved
 
-    def display(self, path: Path) -> str:
-        """A path as the model sees it: relative to the first folder, where relative paths resolve.
+    def _in_folder(self, relative: Path) -> Path:
+        if not self.roots:
+            raise ToolError(f"{relative} is not in a folder: no folder is open; name files by absolute path")
+        if len(self.roots) == 1:
+            return self.roots[0] / relative
+        parts = relative.parts
+        if parts and parts[0] in self._names:
+            return self._names[parts[0]].joinpath(*parts[1:])
+        # A model may leave the folder's name out: the folder where the file exists, else the first.
+        existing = [root / relative for root in self.roots if (root / relative).exists()]
+        return existing[0] if len(existing) == 1 else self.roots[0] / relative
 
-        Files in other folders are shown absolute, since that is the only way to name them back.
-        """
-        if self.roots and path.is_relative_to(self.roots[0]):
-            return path.relative_to(self.roots[0]).as_posix()
+    def display(self, path: Path) -> str:
+        """A path as the model sees it, and names back to `resolve`."""
+        for name, root in self._names.items():
+            if path.is_relative_to(root):
+                relative = path.relative_to(root).as_posix()
+                return relative if len(self.roots) == 1 else f"{name}/{relative}"
         return path.as_posix()
 
     def read_text(self, path: Path) -> str:
@@ -205,7 +230,6 @@ _GLOB = {
 }
 
 # One declaration per tool, in a fixed order, so the prompt's prefix stays the same from request to request.
-# `edit` is the one prompts.py declares, shared with `llama-lsp ask`.
 TOOL_SCHEMAS: list[dict[str, Any]] = [
     _tool(
         "read_file",
@@ -231,7 +255,17 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
         {"path": {**_PATH, "description": "only this file's diagnostics (default: every file)"}},
         [],
     ),
-    EDIT_TOOL,
+    _tool(
+        "edit",
+        "Propose a change to a file: replace old_text, which must appear exactly once in the file, with "
+        "new_text.",
+        {
+            "path": _PATH,
+            "old_text": {"type": "string", "description": "the exact text to replace"},
+            "new_text": {"type": "string", "description": "the replacement text"},
+        },
+        ["path", "old_text", "new_text"],
+    ),
     _tool(
         "create_file",
         "Propose a new file; the path must not exist yet.",
@@ -240,6 +274,26 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
     ),
 ]
 TOOL_NAMES = [schema["function"]["name"] for schema in TOOL_SCHEMAS]
+EDIT_TOOL_NAMES = frozenset({"edit", "create_file"})  # the tools that propose edits rather than read
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What one tool call did: the text the model reads, whether it succeeded, and whether it proposed
+    an edit (which the runner then holds)."""
+
+    text: str
+    ok: bool = True
+    proposed: bool = False
+
+    @classmethod
+    def failed(cls, problem: str) -> ToolOutcome:
+        return cls(f"Error: {problem}", ok=False)
+
+    @property
+    def problem(self) -> str:
+        return self.text.removeprefix("Error: ")
+
 
 _JSON_TYPES: dict[str, Callable[[object], bool]] = {
     "string": lambda value: isinstance(value, str),
@@ -335,6 +389,8 @@ class ToolRunner:
         self._texts: dict[Path, str] = {}
         # What each recorded edit replaced in _texts, latest last, so that it can be withdrawn.
         self._replaced: list[tuple[Path, str | None]] = []
+        # Each edited file's text as read before this request's first edit to it (None: a new file).
+        self._originals: dict[Path, str | None] = {}
         self._handlers: dict[str, Callable[[dict[str, Any]], str]] = {
             "read_file": self._read_file,
             "list_files": self._list_files,
@@ -352,21 +408,23 @@ class ToolRunner:
             raise ValueError(f"no such tools: {', '.join(sorted(unknown))}")
         return [schema for schema in self.schemas if schema["function"]["name"] in wanted]
 
-    def run(self, name: str, arguments: object) -> str:
-        """The result of one tool call, as text for the model; its mistakes come back as "Error: ..."."""
+    def run(self, name: str, arguments: object) -> ToolOutcome:
+        """The outcome of one tool call; its mistakes are outcomes too ("Error: ..."), for the model."""
         try:
             handler = self._handlers.get(name)
             if handler is None:
                 raise ToolError(f"there is no tool named {name!r}; the tools are: {', '.join(TOOL_NAMES)}")
             function = next(s["function"] for s in self.schemas if s["function"]["name"] == name)
-            return handler(_check_arguments(function, arguments))
+            return ToolOutcome(
+                handler(_check_arguments(function, arguments)), proposed=name in EDIT_TOOL_NAMES
+            )
         except ToolError as exc:
-            return f"Error: {exc}"
+            return ToolOutcome.failed(str(exc))
         except (OSError, RuntimeError, ValueError) as exc:  # the file system refused: e.g. a name too long
-            return f"Error: {name} failed: {exc}"
+            return ToolOutcome.failed(f"{name} failed: {exc}")
         except Exception as exc:  # a bug of ours must not end the user's chat: the model reads it instead
             log.exception("tool %s failed", name)
-            return f"Error: {name} failed unexpectedly ({type(exc).__name__})"
+            return ToolOutcome.failed(f"{name} failed unexpectedly ({type(exc).__name__})")
 
     def text_after_edits(self, path: Path) -> str:
         """A file's current text with this request's edits applied."""
@@ -392,10 +450,11 @@ class ToolRunner:
         parses = path.suffix == ".py" and _python_syntax_error(after) is None
         if keep_code and parses and python_code_changed(before, after):
             return "That changes the code itself. Keep every line of code exactly as it is; add only docs."
-        self._record(ProposedEdit(path, before, after), after)
+        self._record(ProposedEdit(path, before, after), before, after)
         return None
 
-    def _record(self, edit: ProposedEdit, after: str) -> None:
+    def _record(self, edit: ProposedEdit, before: str | None, after: str) -> None:
+        self._originals.setdefault(edit.path, before)
         self.edits.append(edit)
         self._replaced.append((edit.path, self._texts.get(edit.path)))
         self._texts[edit.path] = after
@@ -408,6 +467,10 @@ class ToolRunner:
             del self._texts[path]
         else:
             self._texts[path] = text
+
+    def original_text(self, path: Path) -> str | None:
+        """The text this request's edits to a file were computed against (None for a new file)."""
+        return self._originals.get(path.resolve())
 
     def changed_texts(self) -> dict[Path, str]:
         """The whole text of each file this request's edits change or create."""
@@ -423,7 +486,7 @@ class ToolRunner:
     def propose_file(self, path: str, content: str) -> str | None:
         """Records a new file (the block-rewrite format); None when recorded, else why not."""
         outcome = self.run("create_file", {"path": path, "content": content})
-        return outcome.removeprefix("Error: ") if outcome.startswith("Error: ") else None
+        return None if outcome.ok else outcome.problem
 
     def _files(self, glob: str | None) -> list[tuple[str, Path]]:
         """The workspace's files, plus those proposed in this request, as sorted (shown path, path)."""
@@ -569,7 +632,7 @@ class ToolRunner:
         _check_syntax(
             path, before, after, f"write new_text with the file's exact indentation. {name} is unchanged"
         )
-        self._record(ProposedEdit(path, old_text, new_text), after)
+        self._record(ProposedEdit(path, old_text, new_text), before, after)
         return f"Proposed an edit to {name} at line {line}. The user will review it before it is applied."
 
     def _create_file(self, args: dict[str, Any]) -> str:
@@ -590,7 +653,7 @@ class ToolRunner:
         if len(content.encode()) > MAX_FILE_BYTES:
             raise ToolError(f"the content is too large (the limit is {MAX_FILE_BYTES // 1024} KB)")
         _check_syntax(path, None, content, f"write the content again. {name} was not created")
-        self._record(ProposedEdit(path, None, content), content)
+        self._record(ProposedEdit(path, None, content), None, content)
         return (
             f"Proposed creating {name} ({_count(len(content.splitlines()), 'line')}). "
             "The user will review it before it is created."

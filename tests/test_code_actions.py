@@ -5,17 +5,19 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_lsp
 from lsprotocol import types
 
 from lsp_server import protocol
 from lsp_server.ask import apply_workspace_edit
 from lsp_server.code_actions import BLOCK_ATTEMPTS
 
-from .lsp_client import AssistantClient, open_document
+from .lsp_client import SERVER_COMMAND, AssistantClient, initialize_params, make_client, open_document
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.usefixtures("default_model_path")]
 
@@ -185,8 +187,6 @@ async def test_a_model_that_writes_no_usable_block_gets_a_bounded_number_of_trie
     """The tiny random model never writes a code block nor a valid edit: each way gets a bounded try."""
     from pygls.exceptions import JsonRpcException
 
-    from .lsp_client import SERVER_COMMAND, initialize_params, make_client
-
     (tmp_path / "m.py").write_text("def f(x):\n    return x + 1\n")
     client = make_client()
     await client.start_io(*SERVER_COMMAND)
@@ -217,3 +217,45 @@ async def test_a_model_that_writes_no_usable_block_gets_a_bounded_number_of_trie
         assert totals["nGenerated"] <= 16 * (BLOCK_ATTEMPTS + 2)
     finally:
         await client.shutdown_session()
+
+
+@pytest_lsp.fixture(
+    config=pytest_lsp.ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client),
+    scope="module",
+)
+async def two_folder_client(
+    lsp_client: AssistantClient, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[AssistantClient]:
+    """A server on two workspace folders, `api` and `web`, and a file outside both."""
+    base = tmp_path_factory.mktemp("multi-root")
+    for name in ("api", "web", "elsewhere"):
+        (base / name).mkdir()
+        (base / name / "calc.py").write_text("def double(x):\n    return x * 2\n")
+    params = initialize_params(base / "api", {**SERVER_OPTIONS, "cacheDir": str(base / "cache")})
+    params.workspace_folders = [
+        types.WorkspaceFolder(uri=(base / name).as_uri(), name=name) for name in ("api", "web")
+    ]
+    await lsp_client.initialize_session(params)
+    await lsp_client.wait_for_status(protocol.READY)
+    lsp_client.base = base  # type: ignore[attr-defined]
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.parametrize("folder", ["web", "elsewhere"])
+async def test_with_two_folders_an_action_edits_the_file_it_is_about(two_folder_client, folder: str):
+    """A file of the second folder, and one outside every folder, each get the edit in place."""
+    path = two_folder_client.base / folder / "calc.py"
+    uri = open_document(two_folder_client, path)
+    lines = types.Range(types.Position(0, 0), types.Position(2, 0))
+    action = next(
+        a for a in await list_actions(two_folder_client, uri, lines) if a.data["kind"] == "document"
+    )
+    resolved = await two_folder_client.code_action_resolve_async(action)
+    assert resolved.edit is not None
+    changed = {change.text_document.uri for change in resolved.edit.document_changes or []}
+    assert changed == {uri}
+    after = apply_workspace_edit(two_folder_client.protocol._converter.unstructure(resolved.edit), {})
+    assert ast.get_docstring(ast.parse(after[uri]).body[0])  # type: ignore[arg-type]
+    for name in ("api", "web", "elsewhere"):  # the server never writes files itself
+        assert (two_folder_client.base / name / "calc.py").read_text() == "def double(x):\n    return x * 2\n"

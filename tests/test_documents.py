@@ -195,7 +195,7 @@ def test_an_edit_to_an_open_document_names_it_by_the_uri_the_client_sent(tmp_pat
     runner = tool_runner(workspace, [tmp_path])
     result = runner.run(
         "edit", {"path": "my dir/café +#%.py", "old_text": "return 1", "new_text": "return 2"}
-    )
+    ).text
     assert result.startswith("Proposed"), result
     edit = documents.workspace_edit(workspace, runner)
     assert edit is not None
@@ -222,10 +222,10 @@ def test_without_a_folder_the_tools_work_in_the_folder_of_the_document(tmp_path:
     tools = ToolWorkspace(roots)
     assert tools.display(path) == "alone.py" and tools.resolve("alone.py") == path
     runner = tool_runner(workspace, roots)
-    assert runner.run("read_file", {"path": "alone.py"}).startswith("alone.py (lines 1-2 of 2)")
+    assert runner.run("read_file", {"path": "alone.py"}).text.startswith("alone.py (lines 1-2 of 2)")
     assert runner.run(
         "edit", {"path": "alone.py", "old_text": "return 1", "new_text": "return 2"}
-    ).startswith("Proposed")
+    ).text.startswith("Proposed")
     edit = documents.workspace_edit(workspace, runner)
     assert edit is not None and apply_as_editor(path.read_text(), edit) == "def f():\n    return 2\n"
 
@@ -236,9 +236,9 @@ def test_with_no_folder_and_no_document_the_tools_say_no_folder_is_open():
         ("read_file", {"path": "x.py"}),
         ("create_file", {"path": "x.py", "content": ""}),
     ]:
-        result = runner.run(tool, arguments)
+        result = runner.run(tool, arguments).text
         assert result.startswith("Error:") and "no folder is open" in result, result
-    assert runner.run("list_files", {}) == "The workspace has no files."
+    assert runner.run("list_files", {}).text == "The workspace has no files."
     assert runner.edits == []
 
 
@@ -252,7 +252,35 @@ def test_the_shown_path_of_a_file_resolves_back_to_it_in_every_folder(tmp_path: 
     tools = ToolWorkspace([first, second])
     for path in (first / "pkg" / "mod.py", second / "pkg" / "mod.py"):
         assert tools.resolve(tools.display(path)) == path
-    assert tools.display(second / "pkg" / "mod.py") == (second / "pkg" / "mod.py").as_posix()
+    # With several folders, a path starts with its folder's name.
+    assert tools.display(second / "pkg" / "mod.py") == "second/pkg/mod.py"
+    assert tools.display(first / "pkg" / "mod.py") == "first/pkg/mod.py"
+    # A model that leaves the folder's name out still names the file that exists.
+    (second / "only.py").write_text("y = 2\n")
+    assert tools.resolve("only.py") == second / "only.py"
+
+
+def test_two_folders_of_one_name_are_told_apart(tmp_path: Path):
+    first, second = tmp_path / "a" / "app", tmp_path / "b" / "app"
+    for folder in (first, second):
+        folder.mkdir(parents=True)
+    tools = ToolWorkspace([first, second])
+    assert tools.display(second / "x.py") == "app-2/x.py"
+    assert tools.resolve("app-2/x.py") == second / "x.py" and tools.resolve("app/x.py") == first / "x.py"
+
+
+def test_a_document_outside_every_folder_is_shown_absolute_and_editable_in_place(tmp_path: Path):
+    folder, outside = tmp_path / "project", tmp_path / "notes.py"
+    folder.mkdir()
+    outside.write_text("a = 1\n")
+    tools = ToolWorkspace([folder], documents=[outside])
+    assert tools.display(outside) == outside.as_posix() and tools.resolve(outside.as_posix()) == outside
+    runner = ToolRunner(tools)
+    edited = runner.run("edit", {"path": outside.as_posix(), "old_text": "a = 1", "new_text": "a = 2"})
+    assert edited.proposed, edited.text
+    # Only that file: its neighbours stay outside.
+    (tmp_path / "secret.txt").write_text("s")
+    assert "outside the workspace" in runner.run("read_file", {"path": str(tmp_path / "secret.txt")}).text
 
 
 def test_initialize_gives_the_server_the_lsp_document_model_and_keeps_the_folders(tmp_path: Path):
@@ -265,7 +293,7 @@ def test_initialize_gives_the_server_the_lsp_document_model_and_keeps_the_folder
     handler, arguments, _ = next(steps)
     handler(*arguments)
     assert isinstance(server.workspace, LspWorkspace)
-    assert server.roots() == [tmp_path]
+    assert documents.workspace_roots(server.workspace) == [tmp_path]
     assert server.workspace.position_encoding == types.PositionEncodingKind.Utf8
     server.workspace.put_text_document(
         types.TextDocumentItem(uri="file:///t/a.py", language_id="python", version=1, text="é")
@@ -306,7 +334,7 @@ def test_an_edit_after_a_form_feed_lands_on_the_editors_line(tmp_path: Path):
     workspace = new_workspace(tmp_path)
     open_in(workspace, path.as_uri(), text)
     runner = tool_runner(workspace, [tmp_path])
-    assert runner.run("edit", {"path": "ff.py", "old_text": "b = 2", "new_text": "b = 3"}).startswith(
+    assert runner.run("edit", {"path": "ff.py", "old_text": "b = 2", "new_text": "b = 3"}).text.startswith(
         "Proposed"
     )
     edit = documents.workspace_edit(workspace, runner)
@@ -398,7 +426,7 @@ def test_an_edit_to_a_crlf_document_with_emoji_applies_in_the_editor(tmp_path: P
     workspace = new_workspace(tmp_path)
     open_in(workspace, (tmp_path / "e.py").as_uri(), text)
     runner = tool_runner(workspace, [tmp_path])
-    assert runner.run("edit", {"path": "e.py", "old_text": "u = 2", "new_text": "u = '😋'"}).startswith(
+    assert runner.run("edit", {"path": "e.py", "old_text": "u = 2", "new_text": "u = '😋'"}).text.startswith(
         "Proposed"
     )
     edit = documents.workspace_edit(workspace, runner)

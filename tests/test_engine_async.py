@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server import native
-from lsp_server.engine import ChatRequest, Engine, EngineClosed, EngineConfig
+from lsp_server.engine import ChatRequest, Engine, EngineClosed, EngineConfig, EngineError
 
 
 def config(model: Path, **overrides: object) -> EngineConfig:
@@ -95,8 +94,9 @@ async def test_close_saves_slots_and_the_next_engine_restores_them(tiny_model, t
 
 async def test_a_missing_model_fails_ready_and_requests_with_a_clear_error(tmp_path):
     engine = Engine(config(tmp_path / "missing.gguf"))
-    with pytest.raises(native.ModelLoadError, match="not found"):
+    with pytest.raises(EngineError, match="not found") as failed:  # the engine's own error type
         await engine.ready()
+    assert failed.value.kind == "model_not_found"
     engine.close()
     with pytest.raises(EngineClosed):
         engine.submit(ChatRequest(prompt="x"))

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from lsp_server import native, prompts
+from lsp_server.tools import TOOL_SCHEMAS
 
 from .conftest import open_engine
 
@@ -111,7 +112,7 @@ def test_forced_edit_call_carries_the_schema_arguments(warm_engine):
     result = warm_engine.generate(
         {
             "messages": messages,
-            "tools": [prompts.EDIT_TOOL],
+            "tools": [next(s for s in TOOL_SCHEMAS if s["function"]["name"] == "edit")],
             "tool_choice": "required",
             "max_tokens": 200,
         }

@@ -56,7 +56,10 @@ export interface WorkspaceEdit {
   changes?: Record<string, TextEdit[]>;
 }
 
-/** Counters of one turn; `nPrompt`/`nReused` describe its first model request (the cache reuse). */
+/**
+ * One turn's figures: every counter summed over its model requests (`steps`), so `nReused / nPrompt`
+ * is the turn's cache reuse; `tFirstTokenMs` is the first request's time to its first token.
+ */
 export interface TurnStats {
   nPrompt: number;
   nReused: number;
@@ -65,7 +68,7 @@ export interface TurnStats {
   tPrefillMs: number;
   tFirstTokenMs: number;
   tDecodeMs: number;
-  steps?: number;
+  steps: number;
 }
 
 export interface ChatParams {
@@ -133,13 +136,19 @@ export interface StatsResult {
   state: ServerState;
   model: string;
   error: string | null;
+  /** Model loads since the server started: one, plus one per settings change that needs a new engine. */
+  modelLoads: number;
   engine: Record<string, unknown> | null;
+  /** Every finished turn's figures summed; `cacheHitRate` is nReused / nPrompt over the same requests. */
   totals: {
     requests: number;
     nPrompt: number;
     nReused: number;
     nEvaluated: number;
     nGenerated: number;
+    tPrefillMs: number;
+    tDecodeMs: number;
+    steps: number;
     cacheHitRate: number;
   };
   lastStats: TurnStats | null;

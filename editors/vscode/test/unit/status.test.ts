@@ -103,8 +103,19 @@ describe('status text', () => {
       state: 'ready',
       model: 'qwen2.5-coder-0.5b',
       error: null,
+      modelLoads: 1,
       engine: null,
-      totals: { requests: 3, nPrompt: 4000, nReused: 3000, nEvaluated: 1000, nGenerated: 90, cacheHitRate: 0.75 },
+      totals: {
+        requests: 3,
+        nPrompt: 4000,
+        nReused: 3000,
+        nEvaluated: 1000,
+        nGenerated: 90,
+        tPrefillMs: 900,
+        tDecodeMs: 6000,
+        steps: 4,
+        cacheHitRate: 0.75,
+      },
       lastStats: stats,
     });
     assert.equal(

@@ -1,0 +1,325 @@
+"""The document-turn service: what chat and the code actions share, in one place.
+
+It owns the conversations, the actions that are running (a newer one for the same document and kind
+supersedes the older), the accounting of every turn's figures (one TurnStats record for the result,
+`lastStats` and the totals), the check that a request is not about a stale document, and the tools'
+view of the workspace (tools.Workspace holds the path rule). A feature opens a DocumentTurn and works
+through it; it never reaches into the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import weakref
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcRequestCancelled
+from pygls.workspace import TextDocument
+from pygls.workspace import Workspace as LspDocuments
+
+from . import documents, lsp_json, protocol
+from .conversation import (
+    BlockRequest,
+    Conversation,
+    ConversationStore,
+    TurnOptions,
+    TurnResult,
+    TurnStats,
+    run_block_turn,
+    run_turn,
+)
+from .engine import Engine
+from .settings import Settings
+from .tools import Diagnostic, ToolRunner, Workspace
+from .verify import Verification, Verifier
+
+log = logging.getLogger("llama_lsp.turns")
+
+T = TypeVar("T")
+
+
+class ServerContext(Protocol):
+    """What the service needs from the language server, and no more."""
+
+    @property
+    def workspace(self) -> LspDocuments: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    async def ready_engine(self) -> Engine: ...
+
+    def busy(self) -> AbstractContextManager[None]: ...
+
+
+@dataclass
+class StatsBook:
+    """Every finished turn's figures: the totals, and the last turn's record as it was answered."""
+
+    requests: int = 0
+    totals: TurnStats = field(default_factory=TurnStats)
+    last: TurnStats | None = None
+
+    def record(self, stats: TurnStats) -> None:
+        self.requests += 1
+        self.totals = self.totals.plus(stats)
+        self.last = stats
+
+    def totals_json(self) -> dict[str, Any]:
+        totals = self.totals
+        hit_rate = totals.n_reused / totals.n_prompt if totals.n_prompt else 0.0
+        summed = protocol.stats_json(totals)
+        del summed["tFirstTokenMs"]  # one turn's wait: it does not add up across turns
+        return {"requests": self.requests, **summed, "cacheHitRate": round(hit_rate, 4)}
+
+    def last_json(self) -> dict[str, Any] | None:
+        return protocol.stats_json(self.last) if self.last is not None else None
+
+
+@dataclass
+class DocumentTurn:
+    """One request's work on one document (or on none, for a chat about the workspace)."""
+
+    engine: Engine
+    settings: Settings
+    conversation: Conversation
+    runner: ToolRunner
+    verifier: Verifier | None
+    lsp_documents: LspDocuments  # the editor's open documents, which the edit is computed against
+    uri: str | None = None
+    path: Path | None = None
+    document: TextDocument | None = None
+    text: str = ""  # the document's text when the turn began
+    result: TurnResult | None = None
+
+    @property
+    def workspace(self) -> Workspace:
+        return self.runner.workspace
+
+    @property
+    def shown_path(self) -> str:
+        """The document's path as the model sees it (and names it back in tool calls)."""
+        assert self.path is not None
+        return self.workspace.display(self.path)
+
+    def quote(self, selection: protocol.Range) -> str:
+        """The selected text, as the editor counts positions."""
+        assert self.document is not None
+        return documents.selection_text(self.document, selection)
+
+    def options(self, **changes: Any) -> TurnOptions:
+        base = TurnOptions(
+            max_tool_steps=self.settings.max_tool_steps,
+            max_tokens=self.settings.max_tokens,
+            temperature=self.settings.temperature,
+        )
+        return replace(base, **changes)
+
+    async def ask(
+        self, message: str, on_piece: Callable[[str], None] | None = None, **options: Any
+    ) -> TurnResult:
+        """The model answers `message`, using the tools as it needs; an edit it proposes is checked."""
+        self.conversation.messages.append({"role": "user", "content": message})
+        turn = await run_turn(
+            self.engine, self.conversation, self.runner, self.options(**options), on_piece, self.verifier
+        )
+        return self._add(turn)
+
+    async def write_block(
+        self, message: str, block: BlockRequest, propose: Callable[[str], str | None]
+    ) -> TurnResult:
+        """The model writes a whole block of code (lsp_server.rewrite); `propose` turns it into an edit."""
+        self.conversation.messages.append({"role": "user", "content": message})
+        turn = await run_block_turn(
+            self.engine,
+            self.conversation,
+            self.runner,
+            block,
+            propose,
+            self.settings.temperature,
+            self.verifier,
+        )
+        return self._add(turn)
+
+    def _add(self, turn: TurnResult) -> TurnResult:
+        self.result = turn if self.result is None else self.result.followed_by(turn)
+        return self.result
+
+    @property
+    def checked_without_passing(self) -> bool:
+        """Checks ran out, or a candidate failed one: another way of writing the edit would not help."""
+        verifier = self.verifier
+        return verifier is not None and (verifier.exhausted or bool(verifier.verification.failed_candidates))
+
+    def reply(self) -> dict[str, Any]:
+        """The turn as the protocol answers it (docs/protocol.md, `assistant/chat`)."""
+        turn = self.result
+        assert turn is not None
+        return {
+            "conversationId": self.conversation.id,
+            "content": turn.content,
+            "finishReason": turn.finish_reason,
+            "toolCalls": [
+                {"name": c.name, "arguments": c.arguments, "result": c.result} for c in turn.tool_calls
+            ],
+            "stats": protocol.stats_json(turn.stats),
+        }
+
+    def edit(self) -> types.WorkspaceEdit | None:
+        """The proposed edits as a WorkspaceEdit against the documents as they are now.
+
+        Raises StaleDocument when a document changed since its edit was written. When checks ran and
+        none passed, the first candidate is the edit, marked as failed in `verification()`.
+        """
+        if self.verifier is not None:
+            self.verifier.settle(self.runner)
+        return documents.workspace_edit(self.lsp_documents, self.runner)
+
+    def verification(self) -> dict[str, Any]:
+        return (self.verifier.verification if self.verifier else Verification(None)).to_json()
+
+
+class TurnService:
+    """Opens DocumentTurns and keeps what outlives them: conversations, running actions, figures."""
+
+    def __init__(self, server: ServerContext) -> None:
+        self._server = server
+        self.conversations = ConversationStore()
+        self.stats = StatsBook()
+        self._running: dict[tuple[str, str], asyncio.Future[Any]] = {}
+        # Tasks cancelled because a newer request for the same work replaced them.
+        self._superseded: weakref.WeakSet[asyncio.Future[Any]] = weakref.WeakSet()
+
+    @contextlib.asynccontextmanager
+    async def turn(
+        self,
+        uri: str | None,
+        *,
+        conversation_id: str | None = None,
+        version: int | None = None,
+        diagnostics: tuple[dict[str, Any], ...] = (),
+        checked: bool = True,
+    ) -> AsyncIterator[DocumentTurn]:
+        """A turn on the open document `uri` (None: the workspace), in conversation `conversation_id`
+        (None: a new one). `version` is the one the request was made for; `diagnostics` are those the
+        client sent; `checked` says whether proposed edits go through verifyCommand.
+
+        The server shows itself busy while the turn runs; the turn's figures are recorded when it ends
+        without an error, before the status says ready again, so that the status carries them.
+        """
+        path: Path | None = None
+        document: TextDocument | None = None
+        if uri is not None:
+            document = documents.get_document(self._server.workspace, uri)
+            path = documents.uri_to_path(uri)
+            if document is None or path is None:
+                raise protocol.ParamsError(f"unknown document {uri}: send textDocument/didOpen first")
+            if version is not None and document.version != version:
+                raise documents.StaleDocument(f"{uri} changed since the action was offered; request it again")
+        engine = await self._server.ready_engine()
+        settings = self._server.settings
+        workspace = self._tool_workspace(diagnostics, uri)
+        verifier = None
+        if checked and settings.verify_command is not None:
+            verifier = Verifier(
+                settings.verify_command, settings.verify_timeout, settings.max_verify_attempts, workspace
+            )
+        conversation = self.conversations.get_or_create(conversation_id)
+        text = document.source if document is not None else ""
+        if path is not None:
+            conversation.show_document(workspace.display(path), text)
+        turn = DocumentTurn(
+            engine,
+            settings,
+            conversation,
+            ToolRunner(workspace),
+            verifier,
+            self._server.workspace,
+            uri,
+            path,
+            document,
+            text,
+        )
+        with self._server.busy():
+            yield turn
+            if turn.result is not None:
+                self.stats.record(turn.result.stats)
+
+    def check_current(self, edit: types.WorkspaceEdit) -> None:
+        """Raises StaleDocument if a document the edit changes moved on since it was computed."""
+        documents.check_versions(self._server.workspace, edit)
+
+    async def superseding(self, key: tuple[str, str], work: Coroutine[Any, Any, T], what: str) -> T:
+        """Runs `work`, cancelling the earlier work under the same key (the same action on the same
+        document); that one is answered RequestCancelled, saying it was superseded."""
+        previous = self._running.get(key)
+        if previous is not None and not previous.done():
+            self._superseded.add(previous)
+            previous.cancel()
+        task = asyncio.ensure_future(work)
+        self._running[key] = task
+        try:
+            return await task
+        except asyncio.CancelledError:
+            # A cancel from the client (or shutdown) goes on up, and the protocol layer answers it.
+            if task in self._superseded:
+                raise JsonRpcRequestCancelled(
+                    f"superseded by a newer {what} request on this document"
+                ) from None
+            raise
+        finally:
+            if self._running.get(key) is task:
+                del self._running[key]
+
+    def _tool_workspace(self, diagnostics: tuple[dict[str, Any], ...], uri: str | None) -> Workspace:
+        """The tools' view of the workspace for a request about the document `uri`, if any."""
+        known = [d for d in (_diagnostic(raw, uri) for raw in diagnostics) if d is not None]
+
+        def diagnostics_for(path: Path | None) -> list[Diagnostic]:
+            return [d for d in known if path is None or d.path == path]
+
+        lsp_documents = self._server.workspace
+        roots = documents.workspace_roots(lsp_documents, uri)
+        path = documents.uri_to_path(uri) if uri is not None else None
+        if not roots:
+            # No folder and no document: a chat in an editor opened on no folder. The tools stay declared,
+            # so the prompt keeps its cached prefix, and answer the model that no folder is open. Lending
+            # them the folders of open documents instead would open directories the user never chose.
+            log.info("no workspace folder and no document: the tools have no files to work with")
+        return Workspace(
+            roots,
+            open_text=lambda p: documents.open_text(lsp_documents, p),
+            diagnostics=diagnostics_for,
+            # The document asked about is editable in place even when it lies outside every folder.
+            documents=[path] if path is not None else [],
+        )
+
+
+def _diagnostic(raw: dict[str, Any], uri: str | None) -> Diagnostic | None:
+    """A diagnostic the client sent with a request about the document `uri`, for the tools."""
+    path = documents.uri_to_path(uri) if uri else None
+    start = raw.get("range", {}).get("start", {})
+    severity = {1: "error", 2: "warning", 3: "information", 4: "hint"}.get(raw.get("severity") or 1, "error")
+    if path is None:
+        return None
+    return Diagnostic(
+        path=path,
+        line=int(start.get("line", 0)) + 1,
+        column=int(start.get("character", 0)) + 1,
+        severity=severity,
+        message=str(raw.get("message", "")),
+        source=raw.get("source"),
+    )
+
+
+def edit_json(edit: types.WorkspaceEdit) -> dict[str, Any]:
+    """A WorkspaceEdit as plain JSON, to go inside one of our own results."""
+    value: dict[str, Any] = lsp_json.to_json(edit)
+    return value
