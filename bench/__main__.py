@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lsp_server import models
+from lsp_server.engine import models
 
 from .baseline import find_decode_loop
 from .parts import (

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lsp_server.native import NativeEngine
+from lsp_server.engine.native import NativeEngine
 
 from .baseline import decode_loop
 from .workload import FOLLOW_UP, QUESTIONS, ROOT, Messages, chat, count_tokens, document
@@ -73,7 +73,7 @@ def show(line: str) -> None:
 
 
 def big_document(engine: NativeEngine, settings: Settings) -> str:
-    return document(engine, sorted((ROOT / "lsp_server").glob("*.py")), settings.doc_tokens)
+    return document(engine, sorted((ROOT / "lsp_server").rglob("*.py")), settings.doc_tokens)
 
 
 def first_turn(engine: NativeEngine, text: str, run: int, settings: Settings) -> Messages:
@@ -166,7 +166,7 @@ def restart_latency(engine: NativeEngine, text: str, settings: Settings) -> tupl
 def decode_speed(engine: NativeEngine, binary: Path, settings: Settings) -> Row:
     info = engine.info()
     n_threads, n_threads_batch = int(info["n_threads"]), int(info["n_threads_batch"])
-    prompt = document(engine, [ROOT / "lsp_server" / "engine.py"], settings.decode_prompt_tokens)
+    prompt = document(engine, [ROOT / "lsp_server" / "engine" / "local.py"], settings.decode_prompt_tokens)
     ours: list[float] = []
     theirs: list[float] = []
     notes: set[str] = set()
@@ -215,7 +215,7 @@ TURNS = {
 }
 # Rounds over the three documents: chat, its follow-up, a new conversation, then both continue.
 PLAN = (("chat", 0), ("chat", 1), ("action", 0), ("chat", 2), ("action", 1))
-SMALL_DOCS = ("lsp_server/models.py", "lsp_server/native.py", "lsp_server/ask.py")
+SMALL_DOCS = ("lsp_server/engine/models.py", "lsp_server/engine/native.py", "lsp_server/clients/ask.py")
 
 
 def run_workload(engine: NativeEngine, docs: dict[str, str], settings: Settings) -> tuple[int, int, float]:

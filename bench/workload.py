@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lsp_server import prompts
-from lsp_server.native import NativeEngine
+from lsp_server.assistant import prompts
+from lsp_server.engine.native import NativeEngine
 
 ROOT = Path(__file__).resolve().parent.parent
 Messages = list[dict[str, Any]]

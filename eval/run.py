@@ -35,9 +35,10 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.uris import to_fs_path
 
-from lsp_server import models, protocol
-from lsp_server.ask import HeadlessClient, apply_workspace_edit, make_client
-from lsp_server.rewrite import python_code_changed
+from lsp_server.assistant.rewrite import python_code_changed
+from lsp_server.clients.ask import HeadlessClient, apply_workspace_edit, make_client
+from lsp_server.engine import models
+from lsp_server.lsp import protocol
 
 TASKS = Path(__file__).resolve().parent / "tasks"
 PYTEST_TIMEOUT_S = 120

@@ -10,13 +10,24 @@ import pytest
 import pytest_lsp
 from pytest_lsp import ClientServerConfig
 
-from lsp_server import models, native, protocol
+from lsp_server.engine import models, native
+from lsp_server.lsp import protocol
 
 from .lsp_client import SERVER_COMMAND, AssistantClient, initialize_params, make_client
 from .tiny_model import write_tiny_model
 
 TEST_MODEL = models.TEST_MODEL
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# Tests that use these need a real model: they are marked `real_model`, which `make test-fast` leaves out.
+MODEL_FIXTURES = frozenset({"test_model_path", "default_model_path", "warm_engine", "cold_engine", "client"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.real_model)
 
 
 @pytest.fixture(scope="session")
@@ -68,7 +79,8 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("workspace")
     shutil.copy(ROOT / "examples" / "inventory.py", root / "inventory.py")
     shutil.copy(ROOT / "examples" / "test_inventory.py", root / "test_inventory.py")
-    big = "\n\n".join((ROOT / "lsp_server" / name).read_text() for name in ("engine.py", "models.py"))
+    engine = ROOT / "lsp_server" / "engine"
+    big = "\n\n".join((engine / name).read_text() for name in ("local.py", "models.py"))
     (root / "big.py").write_text(big[:7000])
     return root
 

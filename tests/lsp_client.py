@@ -16,7 +16,7 @@ from pygls.protocol import default_converter
 from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
-from lsp_server.protocol import STATUS, to_plain
+from lsp_server.lsp.protocol import STATUS, to_plain
 
 SERVER_COMMAND = [sys.executable, "-m", "lsp_server", "--stdio"]
 

@@ -18,11 +18,11 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.workspace import TextDocument, Workspace
 
-from lsp_server import documents, protocol
-from lsp_server.server import create_server
-from lsp_server.text_document import LspTextDocument, LspWorkspace, split_lines
-from lsp_server.tools import ToolRunner
-from lsp_server.tools import Workspace as ToolWorkspace
+from lsp_server.assistant.tools import ToolRunner
+from lsp_server.assistant.tools import Workspace as ToolWorkspace
+from lsp_server.lsp import documents, protocol
+from lsp_server.lsp.server import create_server
+from lsp_server.lsp.text_document import LspTextDocument, LspWorkspace, split_lines
 
 from .lsp_client import SERVER_COMMAND, AssistantClient, initialize_params, make_client
 

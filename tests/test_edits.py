@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_server.edits import (
+from lsp_server.assistant.edits import (
     EditError,
     absorb_restated_lines,
     apply_replacement,

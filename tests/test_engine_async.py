@@ -50,7 +50,7 @@ async def test_a_queued_request_cancelled_before_it_starts_never_runs(tiny_model
         queued.cancel()
         running.cancel()
         first, second = await running.wait(), await queued.wait()
-        assert first.finish_reason in ("cancelled", "length")
+        assert first.finish_reason == "cancelled"  # cancelled before its first token could be the last
         assert second.finish_reason == "cancelled"
         assert second.stats.n_prompt == 0  # it never reached the model
     finally:

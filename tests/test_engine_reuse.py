@@ -13,14 +13,15 @@ from typing import Any
 
 import pytest
 
-from lsp_server import native, prompts
+from lsp_server.assistant import prompts
+from lsp_server.engine import native
 
 from .conftest import open_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENT = (ROOT / "examples" / "inventory.py").read_text()
 # A fixed size, so that the tests' prompts fit the context however edits.py grows.
-OTHER_DOCUMENT = (ROOT / "lsp_server" / "edits.py").read_text()[:5000]
+OTHER_DOCUMENT = (ROOT / "lsp_server" / "assistant" / "edits.py").read_text()[:5000]
 MAX_TOKENS = 24
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lsp_server import native
+from lsp_server.engine import native
 
 from .conftest import open_engine
 

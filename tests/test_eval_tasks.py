@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 
-from lsp_server.rewrite import python_code_changed
+from lsp_server.assistant.rewrite import python_code_changed
 
 
 def _load_runner() -> ModuleType:

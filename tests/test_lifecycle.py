@@ -12,7 +12,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from lsp_server import protocol
+from lsp_server.lsp import protocol
 
 from .lsp_client import SERVER_COMMAND, AssistantClient, initialize_params, make_client, open_document
 
@@ -58,6 +58,7 @@ async def session(tmp_path: Path) -> AsyncIterator[tuple[Any, Path]]:
             await client.shutdown_session()
 
 
+@pytest.mark.real_model  # by name, in the server's settings
 async def test_a_chat_sent_right_after_initialized_loads_the_model_once_and_its_follow_up_reuses_the_cache(
     session, workspace: Path
 ):
@@ -135,6 +136,7 @@ async def test_reloads_one_after_another_keep_threads_and_memory_flat(session, t
     assert max(rss) - min(rss) < 100, samples  # one leaked 0.5B engine would add hundreds of MiB
 
 
+@pytest.mark.real_model  # by name, in the server's settings
 async def test_a_superseded_code_action_command_still_gets_an_answer(session, workspace: Path):
     start, _root = session
     client = await start(
@@ -167,6 +169,7 @@ async def test_a_superseded_code_action_command_still_gets_an_answer(session, wo
         assert failure.code == -32803, failure
 
 
+@pytest.mark.real_model  # by name, in the server's settings
 async def test_a_cancelled_code_action_command_stops_and_never_edits(session, workspace: Path):
     start, _root = session
     client = await start({"model": "qwen2.5-coder-0.5b", "contextSize": 4096, "slots": 2, "maxTokens": 256})
@@ -201,6 +204,7 @@ async def test_a_cancelled_code_action_command_stops_and_never_edits(session, wo
     assert client.applied_edits == []
 
 
+@pytest.mark.real_model  # by name, in the server's settings
 async def test_exit_without_shutdown_during_an_answer_ends_the_server_promptly(session, workspace: Path):
     start, _root = session
     client = await start({"model": "qwen2.5-coder-0.5b", "contextSize": 2048, "slots": 2, "maxTokens": 400})

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from lsp_server import models
+from lsp_server.engine import models
 
 
 def test_a_path_to_any_gguf_resolves_to_itself(tmp_path):

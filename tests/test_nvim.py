@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.models import DEFAULT_MODEL
+from lsp_server.engine.models import DEFAULT_MODEL
 
 from .conftest import ROOT, TEST_MODEL
 

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from lsp_server import protocol, settings
-from lsp_server.conversation import TurnStats
-from lsp_server.turns import StatsBook
+from lsp_server.assistant.conversation import TurnStats
+from lsp_server.lsp import protocol, settings
+from lsp_server.lsp.turns import StatsBook
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "protocol.md"
-PY_PROTOCOL = ROOT / "lsp_server" / "protocol.py"
+PY_PROTOCOL = ROOT / "lsp_server" / "lsp" / "protocol.py"
 TS_PROTOCOL = ROOT / "editors" / "vscode" / "src" / "protocol.ts"
 LUA_PROTOCOL = ROOT / "editors" / "nvim" / "lua" / "llama_lsp" / "protocol.lua"
 PACKAGE_JSON = ROOT / "editors" / "vscode" / "package.json"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_server.rewrite import (
+from lsp_server.assistant.rewrite import (
     added_documentation,
     code_block,
     enclosing_block,

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from pygls.lsp.server import LanguageServer
 
-from lsp_server import rpc
-from lsp_server.rpc import (
+from lsp_server.lsp import rpc
+from lsp_server.lsp.rpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,

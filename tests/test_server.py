@@ -12,7 +12,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from lsp_server import protocol
+from lsp_server.lsp import protocol
 
 from .lsp_client import (
     SERVER_COMMAND,
@@ -231,7 +231,7 @@ async def test_a_request_without_params_is_accepted():
     """JSON-RPC lets a request with no arguments leave "params" out, as vscode-jsonrpc does."""
     from pygls.protocol import JsonRPCRequestMessage
 
-    from lsp_server.server import _plain_params_converter
+    from lsp_server.lsp.server import _plain_params_converter
 
     message = {"jsonrpc": "2.0", "id": 1, "method": protocol.STATS}
     assert _plain_params_converter().structure(message, JsonRPCRequestMessage).params is None

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from lsp_server import native
+from lsp_server.engine import native
 
 from .conftest import open_engine
 from .tiny_model import vocabulary
@@ -577,7 +577,7 @@ def test_full_disk_leaves_no_temporary_file_and_keeps_the_last_save(
 
 SAVE_UNDER_A_FILE_SIZE_LIMIT = """
 import json, resource, signal, sys
-from lsp_server import native
+from lsp_server.engine import native
 model, state, limit, prompt, options = sys.argv[1:]
 e = native.NativeEngine(model, json.loads(options))
 e.restore_slots(state)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.tools import (
+from lsp_server.assistant.tools import (
     SEARCH_TIME_BUDGET_S,
     TOOL_NAMES,
     Diagnostic,

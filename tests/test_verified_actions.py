@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from lsp_server import protocol
+from lsp_server.lsp import protocol
 
 from .lsp_client import AssistantClient, open_document
 from .test_code_actions import DISCOUNT_LINES, edited_texts, list_actions

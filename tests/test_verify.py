@@ -1,4 +1,5 @@
-"""Checking edits (lsp_server.verify) without a model: where the command runs, what it sees, its limits."""
+"""Checking edits (lsp_server.assistant.verify) without a model: where the command runs, what it sees,
+its limits."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server import settings
-from lsp_server.tools import ToolRunner, Workspace
-from lsp_server.verify import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS, Verifier
+from lsp_server.assistant.tools import ToolRunner, Workspace
+from lsp_server.assistant.verify import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS, Verifier
+from lsp_server.lsp import settings
 
 MODULE = "def add(a, b):\n    return a - b\n"
 TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"

@@ -20,8 +20,9 @@ from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcIn
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import default_converter
 
-from . import __version__, chat, code_actions, documents, protocol, rpc, settings
-from .engine import Engine, EngineError
+from .. import __version__
+from ..engine.local import Engine, EngineError
+from . import chat, code_actions, documents, protocol, rpc, settings
 from .model_host import ModelHost, ModelUnavailable
 from .text_document import LspWorkspace
 from .turns import TurnService

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engine.local import ChatRequest, ChatResult, Engine, Stats
 from . import prompts
 from .edits import unified_diff
-from .engine import ChatRequest, ChatResult, Engine, Stats
 from .rewrite import code_block
 from .tools import TOOL_NAMES, ToolOutcome, ToolRunner
 from .verify import Verifier

@@ -25,7 +25,7 @@ from pygls.uris import to_fs_path, urlparse
 from pygls.workspace import TextDocument, Workspace
 from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
-from .edits import split_lines
+from ..assistant.edits import split_lines
 
 log = logging.getLogger("llama_lsp.text_document")
 

@@ -6,7 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import __version__, models
+from .. import __version__
+from ..engine import models
 
 
 def _model_list(_args: argparse.Namespace) -> int:
@@ -46,8 +47,8 @@ def _serve(args: argparse.Namespace) -> int:
     channel = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    from .rpc import serve_stdio
-    from .server import create_server
+    from ..lsp.rpc import serve_stdio
+    from ..lsp.server import create_server
 
     return serve_stdio(create_server(), stdin=sys.stdin.buffer, stdout=channel)
 
@@ -65,7 +66,7 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="print the versions and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
-        from . import native
+        from ..engine import native
 
         print(f"llama-lsp {__version__} (native {native.version()})")
         parser.exit()

@@ -24,8 +24,7 @@ from pygls.exceptions import JsonRpcRequestCancelled
 from pygls.workspace import TextDocument
 from pygls.workspace import Workspace as LspDocuments
 
-from . import documents, lsp_json, protocol
-from .conversation import (
+from ..assistant.conversation import (
     BlockRequest,
     Conversation,
     ConversationStore,
@@ -35,10 +34,11 @@ from .conversation import (
     run_block_turn,
     run_turn,
 )
-from .engine import Engine
+from ..assistant.tools import Diagnostic, ToolRunner, Workspace
+from ..assistant.verify import Verification, Verifier
+from ..engine.local import Engine
+from . import documents, lsp_json, protocol
 from .settings import Settings
-from .tools import Diagnostic, ToolRunner, Workspace
-from .verify import Verification, Verifier
 
 log = logging.getLogger("llama_lsp.turns")
 

@@ -20,9 +20,9 @@ from pygls.lsp.client import LanguageClient
 from pygls.protocol import default_converter
 from pygls.uris import to_fs_path
 
-from . import protocol
-from .edits import unified_diff
-from .text_document import LspTextDocument, split_lines
+from ..assistant.edits import unified_diff
+from ..lsp import protocol
+from ..lsp.text_document import LspTextDocument, split_lines
 
 
 class HeadlessClient(LanguageClient):

@@ -16,10 +16,11 @@ from typing import Any
 from lsprotocol import types
 from pygls.workspace import Workspace
 
-from . import documents, lsp_json, protocol, rewrite
-from .conversation import BlockRequest
-from .edits import split_lines
-from .tools import Workspace as ToolWorkspace
+from ..assistant import rewrite
+from ..assistant.conversation import BlockRequest
+from ..assistant.edits import split_lines
+from ..assistant.tools import Workspace as ToolWorkspace
+from . import documents, lsp_json, protocol
 from .turns import DocumentTurn, TurnService
 
 TITLES = {

@@ -18,9 +18,9 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 from pygls.workspace import TextDocument, Workspace
 
+from ..assistant.tools import ProposedEdit, ToolRunner
 from . import protocol
 from .text_document import LspTextDocument, LspWorkspace, uri_to_path
-from .tools import ProposedEdit, ToolRunner
 
 
 class StaleDocument(Exception):

@@ -14,8 +14,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from . import models
-from .engine import Engine, EngineConfig, EngineError, model_cache_key
+from ..engine import models
+from ..engine.local import Engine, EngineConfig, EngineError, model_cache_key
 from .settings import Settings
 
 log = logging.getLogger("llama_lsp.model_host")

@@ -1,0 +1,1 @@
+"""The clients: the command line (`llama-lsp`) and the headless client behind `llama-lsp ask`."""
