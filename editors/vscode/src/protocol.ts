@@ -1,6 +1,6 @@
 /**
  * llama-lsp's own LSP methods, commands and payloads, declared once for the extension and its tests.
- * Mirrors `lsp_server/protocol.py`; `docs/protocol.md` documents them. Standard LSP types come from
+ * Mirrors `lsp_server/lsp/protocol.py`; `docs/protocol.md` documents them. Standard LSP types come from
  * vscode-languageserver-protocol through the plain JSON shapes below, so that this module needs
  * neither `vscode` nor the language client and the protocol test can import it in plain node.
  */

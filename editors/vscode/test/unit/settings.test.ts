@@ -73,7 +73,7 @@ describe('settings', () => {
     assert.equal(properties['llamaLsp.maxVerifyAttempts'].default, DEFAULT_MAX_VERIFY_ATTEMPTS);
   });
 
-  test("the verify settings have the server's bounds (lsp_server/settings.py)", () => {
+  test("the verify settings have the server's bounds (lsp_server/lsp/settings.py)", () => {
     const properties = manifest.contributes.configuration.properties;
     const bounds = (key: string) => [properties[key].type, properties[key].minimum, properties[key].maximum];
     assert.deepEqual(bounds('llamaLsp.verifyTimeout'), ['number', 1, 3600]);
