@@ -38,7 +38,7 @@ from pygls.uris import to_fs_path
 from lsp_server.assistant.rewrite import python_code_changed
 from lsp_server.clients.ask import HeadlessClient, apply_workspace_edit, make_client
 from lsp_server.engine import models
-from lsp_server.lsp import protocol
+from lsp_server.lsp import lsp_json, protocol
 
 TASKS = Path(__file__).resolve().parent / "tasks"
 PYTEST_TIMEOUT_S = 120
@@ -154,7 +154,7 @@ async def run_action(
         )
         resolved = await asyncio.wait_for(client.code_action_resolve_async(chosen), ACTION_TIMEOUT_S)
         stats = await client.request(protocol.STATS, None)
-        return dict(client.protocol._converter.unstructure(resolved)), stats
+        return dict(lsp_json.to_json(resolved)), stats
     finally:
         try:
             await asyncio.wait_for(client.shutdown_async(None), 30)

@@ -14,7 +14,7 @@ import pytest_lsp
 from lsprotocol import types
 
 from lsp_server.clients.ask import apply_workspace_edit
-from lsp_server.lsp import protocol
+from lsp_server.lsp import lsp_json, protocol
 from lsp_server.lsp.code_actions import BLOCK_ATTEMPTS
 
 from .lsp_client import SERVER_COMMAND, AssistantClient, initialize_params, make_client, open_document
@@ -52,7 +52,7 @@ async def list_actions(
 
 def edited_texts(client: AssistantClient, edit: types.WorkspaceEdit, workspace: Path) -> dict[Path, str]:
     """Applies a WorkspaceEdit in memory, as the headless client does."""
-    after = apply_workspace_edit(client.protocol._converter.unstructure(edit), {})
+    after = apply_workspace_edit(lsp_json.to_json(edit), {})
     texts = {Path(uri[len("file://") :]): text for uri, text in after.items()}
     assert all(path.is_relative_to(workspace) for path in texts)
     return texts
@@ -150,7 +150,7 @@ async def test_an_action_continues_the_chat_it_names(client: AssistantClient, wo
     arguments = {
         "uri": uri,
         "kind": "explain",
-        "range": client.protocol._converter.unstructure(DISCOUNT_LINES),
+        "range": lsp_json.to_json(DISCOUNT_LINES),
         "conversationId": chat["conversationId"],
     }
     result = await client.workspace_execute_command_async(
@@ -170,7 +170,7 @@ async def test_execute_command_applies_its_edit_through_apply_edit(client: Assis
         "uri": uri,
         "kind": "document",
         "version": 1,
-        "range": client.protocol._converter.unstructure(DISCOUNT_LINES),
+        "range": lsp_json.to_json(DISCOUNT_LINES),
     }
     result = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command=protocol.COMMAND_CODE_ACTION, arguments=[arguments])
@@ -255,7 +255,7 @@ async def test_with_two_folders_an_action_edits_the_file_it_is_about(two_folder_
     assert resolved.edit is not None
     changed = {change.text_document.uri for change in resolved.edit.document_changes or []}
     assert changed == {uri}
-    after = apply_workspace_edit(two_folder_client.protocol._converter.unstructure(resolved.edit), {})
+    after = apply_workspace_edit(lsp_json.to_json(resolved.edit), {})
     assert ast.get_docstring(ast.parse(after[uri]).body[0])  # type: ignore[arg-type]
     for name in ("api", "web", "elsewhere"):  # the server never writes files itself
         assert (two_folder_client.base / name / "calc.py").read_text() == "def double(x):\n    return x * 2\n"

@@ -21,7 +21,7 @@ from pygls.protocol import default_converter
 from pygls.uris import to_fs_path
 
 from ..assistant.edits import unified_diff
-from ..lsp import protocol
+from ..lsp import lsp_json, protocol
 from ..lsp.text_document import LspTextDocument, split_lines
 
 
@@ -233,13 +233,12 @@ async def _resolve_action(
         diagnostics = [
             {"range": selection, "message": args.question, "severity": 1, "source": "llama-lsp ask"}
         ]
-    converter = client.protocol._converter
     actions = await client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
-            range=converter.structure(selection, types.Range),
+            range=lsp_json.from_json(selection, types.Range),
             context=types.CodeActionContext(
-                diagnostics=[converter.structure(d, types.Diagnostic) for d in diagnostics]
+                diagnostics=[lsp_json.from_json(d, types.Diagnostic) for d in diagnostics]
             ),
         )
     )
@@ -252,7 +251,7 @@ async def _resolve_action(
     if not args.json:
         print(f"\n{chosen.title}...", file=sys.stderr)
     resolved = await client.code_action_resolve_async(chosen)
-    return dict(converter.unstructure(resolved))
+    return dict(lsp_json.to_json(resolved))
 
 
 def _show_edit(
