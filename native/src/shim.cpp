@@ -176,13 +176,6 @@ struct saved_slot {
     std::vector<llama_token> tokens;
 };
 
-struct sampling_request {
-    float temperature = 0.0f;
-    int32_t top_k = 40;
-    float top_p = 0.95f;
-    uint32_t seed = 0;
-};
-
 }  // namespace
 
 struct llama_lsp_engine {
