@@ -1,0 +1,282 @@
+// generate.cpp: one chat completion, in named steps.
+//
+//   read_request  everything the request asks for, checked before any slot is touched
+//   match         pick a slot and find the reusable prefix of the prompt (slots.cpp)
+//   prefill       evaluate the rest of the prompt in chunks cut at fixed absolute positions
+//   decode        sample, stream, feed each token back
+//   answer        parse the raw answer into content and tool calls; the result object
+//   commit        keep only what the cells hold and a later request may safely reuse
+//
+// From match on, a cache_guard clears the slot unless commit runs: an exception anywhere in between
+// leaves the slot empty, never out of step with its cells.
+
+#include "engine.h"
+
+#include <algorithm>
+#include <memory>
+
+namespace llama_lsp {
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+struct sampler_deleter {
+    void operator()(common_sampler * s) const { common_sampler_free(s); }
+};
+using sampler_ptr = std::unique_ptr<common_sampler, sampler_deleter>;
+
+void add_to_batch(llama_batch & batch, llama_token token, llama_pos pos, llama_seq_id seq, bool logits) {
+    batch.token[batch.n_tokens] = token;
+    batch.pos[batch.n_tokens] = pos;
+    batch.n_seq_id[batch.n_tokens] = 1;
+    batch.seq_id[batch.n_tokens][0] = seq;
+    batch.logits[batch.n_tokens] = logits;
+    batch.n_tokens++;
+}
+
+struct batch_holder {
+    llama_batch batch;
+    explicit batch_holder(int32_t n) : batch(llama_batch_init(n, 0, 1)) {}
+    ~batch_holder() { llama_batch_free(batch); }
+    batch_holder(const batch_holder &) = delete;
+    batch_holder & operator=(const batch_holder &) = delete;
+};
+
+// One request on its way through the steps.
+struct generation {
+    steady::time_point t_start;
+
+    // read_request
+    prepared_prompt p;
+    size_t n_prompt = 0;
+    int32_t max_tokens = 0;
+    std::vector<std::string> stops;
+    sampler_ptr sampler;
+    std::string key;             // the slot the request names ("" = any)
+    int fail_after_chunks = -1;  // a fault injected by the tests: debug_fail_prefill_after_chunks
+
+    // match
+    size_t n_common = 0;  // tokens of the prompt the slot (or its donor) held
+    size_t n_reused = 0;  // tokens kept without evaluation
+    double t_match_ms = 0.0;
+
+    // prefill
+    size_t pos = 0;  // the prompt's tokens in the slot's cells
+    double t_prefill_ms = 0.0;
+
+    // decode
+    std::string finish_reason = "stop";  // stop | length | tool_calls | cancelled | error
+    std::string error_message;
+    std::string raw;
+    std::vector<llama_token> generated;
+    double t_first_token_ms = 0.0;
+    double t_decode_ms = 0.0;
+};
+
+void read_request(llama_lsp_engine & e, const json & request, generation & g) {
+    g.p = prepare(e, request);
+    const size_t n_ctx = llama_n_ctx_seq(e.ctx);
+    g.n_prompt = g.p.tokens.size();
+    if (g.n_prompt >= n_ctx) {
+        throw engine_error("context_overflow", "the prompt has " + std::to_string(g.n_prompt) +
+                                                   " tokens but the context holds " + std::to_string(n_ctx) +
+                                                   "; shorten the input or raise the context size");
+    }
+    int32_t max_tokens = get_or<int32_t>(request, "max_tokens", 512);
+    if (max_tokens <= 0) {
+        throw engine_error("invalid_request", "max_tokens must be positive");
+    }
+    g.max_tokens = (int32_t) std::min<size_t>((size_t) max_tokens, n_ctx - g.n_prompt);
+    g.stops = g.p.chat.additional_stops;
+    if (request.contains("stop")) {
+        for (const auto & s : request["stop"]) {
+            if (!s.is_string()) throw engine_error("invalid_request", "stop must be a list of strings");
+            if (!s.get<std::string>().empty()) g.stops.push_back(s.get<std::string>());
+        }
+    }
+    common_params_sampling sp = sampling_params(e, request, g.p);
+    g.sampler.reset(common_sampler_init(e.model, sp));
+    if (!g.sampler) {
+        throw engine_error("invalid_request", "could not build the sampler (bad grammar?)");
+    }
+    g.fail_after_chunks = get_or<int>(request, "debug_fail_prefill_after_chunks", -1);
+    g.key = get_or<std::string>(request, "slot", "");
+}
+
+// Picks a slot, gives it the best cached prefix, drops the rest of what it held.
+slot & match(llama_lsp_engine & e, generation & g) {
+    slot & s = pick_slot(e, g.key, g.p.tokens);
+    s.key = g.key;
+    s.last_used = ++e.clock;
+    share_prefix(e, s, g.p.tokens);
+    g.n_common = common_prefix(s.tokens, g.p.tokens);
+    e.trim_slot(s, e.reusable(g.n_common, g.n_prompt));
+    g.n_reused = s.tokens.size();  // trimming may have had to clear the slot
+    g.t_match_ms = ms_since(g.t_start);
+    return s;
+}
+
+// Evaluates the prompt after the reused prefix, chunk by chunk; a chunk ends at the next multiple of
+// `chunk`, so a warm run cuts the prompt where a cold run does. Stops early when cancelled.
+void prefill(llama_lsp_engine & e, generation & g, slot & s, llama_batch & batch, int32_t chunk) {
+    const auto t_prefill_start = steady::now();
+    g.pos = g.n_reused;
+    int chunks_done = 0;
+    while (g.pos < g.n_prompt) {
+        size_t end = std::min(g.n_prompt, (g.pos / (size_t) chunk + 1) * (size_t) chunk);
+        batch.n_tokens = 0;
+        for (size_t i = g.pos; i < end; i++) {
+            add_to_batch(batch, g.p.tokens[i], (llama_pos) i, s.id, i == g.n_prompt - 1);
+        }
+        int rc = llama_decode(e.ctx, batch);
+        if (rc == 0 && g.fail_after_chunks >= 0 && chunks_done == g.fail_after_chunks) {
+            rc = -1;  // a fault injected by the tests: the chunk went into the cache, the call "failed"
+        }
+        if (rc != 0) {
+            if (rc == 2 || e.cancel_requested.load()) {
+                g.finish_reason = "cancelled";
+                break;
+            }
+            throw engine_error("decode_failed", "llama_decode failed with code " + std::to_string(rc) +
+                                                    " while reading the prompt");
+        }
+        chunks_done++;
+        g.pos = end;
+        if (e.cancel_requested.load()) {
+            g.finish_reason = "cancelled";
+            break;
+        }
+    }
+    g.t_prefill_ms = ms_since(t_prefill_start);
+    if (g.finish_reason == "stop") {
+        s.tokens = g.p.tokens;  // the cells now hold the whole prompt
+    }
+}
+
+// Samples, streams and feeds back one token at a time until the answer ends, is cut short, or fails.
+void decode(llama_lsp_engine & e, generation & g, slot & s, llama_batch & batch, piece_streamer & streamer) {
+    const auto t_decode_start = steady::now();
+    while (g.finish_reason == "stop") {
+        llama_token token = common_sampler_sample(g.sampler.get(), e.ctx, -1);
+        if (g.generated.empty()) {
+            g.t_first_token_ms = ms_since(g.t_start);
+        }
+        if (llama_vocab_is_eog(e.vocab, token)) {
+            break;
+        }
+        common_sampler_accept(g.sampler.get(), token, true);
+        g.generated.push_back(token);
+        g.raw += common_token_to_piece(e.ctx, token, false);
+        bool stopped = false;
+        for (const auto & stop : g.stops) {
+            size_t at = g.raw.find(stop);
+            if (at != std::string::npos) {
+                g.raw.resize(at);
+                stopped = true;
+            }
+        }
+        if (stopped) break;
+        if (!streamer.update(g.raw)) {
+            g.finish_reason = "cancelled";
+            break;
+        }
+        if ((int32_t) g.generated.size() >= g.max_tokens) {
+            g.finish_reason = "length";
+            break;
+        }
+        if (e.cancel_requested.load()) {
+            g.finish_reason = "cancelled";
+            break;
+        }
+        batch.n_tokens = 0;
+        add_to_batch(batch, token, (llama_pos) s.tokens.size(), s.id, true);
+        int rc = llama_decode(e.ctx, batch);
+        if (rc != 0) {
+            if (rc == 2 || e.cancel_requested.load()) {
+                g.finish_reason = "cancelled";
+            } else {
+                g.finish_reason = "error";
+                g.error_message = "llama_decode failed with code " + std::to_string(rc) + " while answering";
+            }
+            break;
+        }
+        s.tokens.push_back(token);
+    }
+    g.t_decode_ms = g.generated.empty() ? 0.0 : ms_since(t_decode_start);
+}
+
+// The result object: the parsed answer, why it ended, its tokens and the request's counters.
+json answer(generation & g, const json & request, const slot & s, piece_streamer & streamer) {
+    json result;
+    parse_answer(g.p, request, g.raw, result);
+    if (g.finish_reason == "stop" || g.finish_reason == "length") {
+        streamer.update(g.raw, &result["content"].get_ref<const std::string &>());
+    }
+    if (g.finish_reason == "stop" && !result["tool_calls"].empty()) {
+        g.finish_reason = "tool_calls";
+    }
+    result["finish_reason"] = g.finish_reason;
+    if (!g.error_message.empty()) {
+        result["error_message"] = g.error_message;
+    }
+    result["tokens"] = g.generated;
+    result["stats"] = {
+        {"n_prompt", g.n_prompt},           {"n_common", g.n_common},
+        {"n_reused", g.n_reused},           {"n_evaluated", g.pos - g.n_reused},
+        {"n_generated", g.generated.size()}, {"t_match_ms", g.t_match_ms},
+        {"t_prefill_ms", g.t_prefill_ms},   {"t_first_token_ms", g.t_first_token_ms},
+        {"t_decode_ms", g.t_decode_ms},     {"slot", s.id},
+    };
+    return result;
+}
+
+// Commits only what the cells now hold and a later request may safely keep; otherwise the guard
+// clears the slot.
+void commit(llama_lsp_engine & e, const generation & g, slot & s, cache_guard & guard) {
+    const std::string & finish = g.finish_reason;
+    if (finish == "stop" || finish == "length" || finish == "tool_calls") {
+        if (e.exact_reuse) {
+            e.trim_slot(s, g.n_prompt);  // KV written one token at a time differs from a prompt evaluation
+        }
+        guard.commit();
+    } else if (finish == "cancelled" && g.pos >= g.n_prompt) {
+        // cancelled while answering: the prompt's cells are complete and safe to keep
+        e.trim_slot(s, g.n_prompt);
+        guard.commit();
+    }
+}
+
+}  // namespace
+
+json generate(llama_lsp_engine & e, const json & request, llama_lsp_piece_cb on_piece, void * user_data) {
+    generation g;
+    g.t_start = steady::now();
+    // Not reset here: a cancel that arrives just before this call starts is meant for it. The call
+    // consumes the cancel when it ends, however it ends.
+    struct forget_cancel {
+        std::atomic<bool> & flag;
+        ~forget_cancel() { flag.store(false); }
+    } forget{e.cancel_requested};
+
+    read_request(e, request, g);
+    slot & s = match(e, g);
+    cache_guard guard(e, s);
+    abort_scope aborting{e};
+
+    const int32_t chunk = e.exact_reuse ? e.prefill_chunk : (int32_t) llama_n_batch(e.ctx);
+    batch_holder holder(std::max<int32_t>(chunk, 1));
+    prefill(e, g, s, holder.batch, chunk);
+
+    std::vector<std::string> openers;
+    std::string opener = tool_call_opener(g.p.chat);
+    if (!opener.empty()) openers.push_back(opener);
+    piece_streamer streamer(on_piece, user_data, g.stops, g.p.has_tools, std::move(openers), g.p.tool_names);
+    decode(e, g, s, holder.batch, streamer);
+
+    json result = answer(g, request, s, streamer);
+    commit(e, g, s, guard);
+    return result;
+}
+
+}  // namespace llama_lsp
