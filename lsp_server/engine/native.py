@@ -2,7 +2,8 @@
 
 Declarations come from native/include/llama_lsp.h, installed beside the library. Every JSON string the
 library returns is freed here, and every error object becomes a NativeError subclass, so callers see
-dicts and exceptions, never pointers.
+dicts and exceptions, never pointers. At load the library's ABI version must equal ABI_VERSION: a stale
+build is refused with an error that says how to rebuild it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ import cffi
 
 _LIBRARY_NAME = "libllama_lsp_native.so"
 _HEADER_NAME = "llama_lsp.h"
+
+ABI_VERSION = 1
+"""The version of llama_lsp.h this module is written for; the library must report exactly this."""
 
 log = logging.getLogger("llama_lsp.native")
 
@@ -92,17 +96,38 @@ def _declarations(header: Path) -> str:
 
 _ffi = cffi.FFI()
 _lib: Any = None
+_declared = False  # cffi refuses a second cdef of the same functions
 
 _LEVELS = {1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR}
 
 
+def _check_abi(lib: Any, library: Path) -> None:
+    """Refuses a library built from other sources than this package: a stale build after an update."""
+    try:
+        found: int | None = int(lib.llama_lsp_abi_version())
+    except AttributeError:  # a library (or its header) from before the version handshake
+        found = None
+    if found != ABI_VERSION:
+        raise NativeError(
+            f"{library} has native ABI version {'unknown (too old)' if found is None else found}, "
+            f"but this lsp_server expects version {ABI_VERSION}: the library and the Python code come "
+            "from different versions. Rebuild the library with `make setup` (or reinstall the package: "
+            "`pip install .`)",
+            "abi_mismatch",
+        )
+
+
 def _load() -> Any:
-    global _lib
+    global _lib, _declared
     if _lib is None:
         library, header = _find_library()
-        _ffi.cdef(_declarations(header))
-        _lib = _ffi.dlopen(str(library))
-        _lib.llama_lsp_set_log_callback(_log_callback, _ffi.NULL)
+        if not _declared:
+            _ffi.cdef(_declarations(header))
+            _declared = True
+        lib = _ffi.dlopen(str(library))
+        _check_abi(lib, library)
+        lib.llama_lsp_set_log_callback(_log_callback, _ffi.NULL)
+        _lib = lib
     return _lib
 
 

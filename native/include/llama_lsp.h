@@ -36,6 +36,16 @@
  * become ModelLoadError; io, out_of_memory and internal stay NativeError with that kind).
  */
 
+/* The version of this interface. The library and lsp_server/engine/native.py must agree on it:
+   native.py checks it when it loads the library and refuses another version with an error that says
+   to rebuild (`make setup`), instead of failing later in a confusing way. Bump it with every change to
+   this file that a caller relies on: a function, its arguments, a key or its meaning. */
+enum { LLAMA_LSP_ABI_VERSION = 1 };
+
+/* The interface version the library was built with (LLAMA_LSP_ABI_VERSION of its header). Thread-safe;
+   may be called before anything else. */
+int llama_lsp_abi_version(void);
+
 typedef struct llama_lsp_engine llama_lsp_engine;
 
 /* Receives each streamed piece of answer text during llama_lsp_generate, on the thread that called it:

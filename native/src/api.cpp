@@ -273,6 +273,8 @@ abort_scope::~abort_scope() {
 
 // ---- The C API -----------------------------------------------------------------------------------------
 
+LLAMA_LSP_API int llama_lsp_abi_version(void) { return LLAMA_LSP_ABI_VERSION; }
+
 LLAMA_LSP_API const char * llama_lsp_version(void) {
     static const std::string version = std::string(k_version) + " (llama.cpp source " + LLAMA_LSP_SOURCE_ID + ")";
     return version.c_str();
