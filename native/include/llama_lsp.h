@@ -176,3 +176,20 @@ void llama_lsp_free_string(char * text);
 /* Frees the engine, its context and its model; NULL is allowed. No other call on the engine may be
    running or follow. Slots are not saved: call llama_lsp_save_slots first to keep them. */
 void llama_lsp_close(llama_lsp_engine * engine);
+
+/* ---- For tests only; not for applications ---------------------------------------------------------- */
+
+/* Runs one of the engine's pure text functions, so that tests can check them without a model.
+   text is length bytes (any bytes: NUL and unfinished UTF-8 allowed). args_json is a JSON object or
+   NULL for {}; its string lists default to []. The functions, their args and what they return:
+     "utf8_complete_prefix"  {}                         {"n": bytes of text that end on a whole character}
+     "stop_overlap"          {"stops"}                  {"n": trailing bytes that may start a stop string}
+     "tool_call_start"       {"openers", "tool_names"}  {"n": where a tool call may begin, else length}
+     "extract_json_call"     {"tool_names"}             {"found": false}, or {"found": true, "name",
+                                                        "arguments" (JSON text), "rest" (text without it)}
+     "stream"                {"cuts": [byte offsets], "stops", "tools" (bool), "openers", "tool_names",
+                             "final" (optional)}: {"pieces": [what the streamer sent while the answer
+                             grew to text[0:cut] for each cut, then ended with "final" as its content]}
+   Returns the result or an error object ("invalid_request" for an unknown function); free it with
+   llama_lsp_free_string. Thread-safe. */
+char * llama_lsp_test_text(const char * function, const char * text, int length, const char * args_json);

@@ -240,6 +240,49 @@ json tokenize(llama_lsp_engine & e, const json & request) {
             {"additional_stops", p.chat.additional_stops}};
 }
 
+// ---- Test support --------------------------------------------------------------------------------------
+
+int collect_piece(void * user_data, const char * text, int length) {
+    static_cast<json *>(user_data)->push_back(std::string(text, (size_t) length));
+    return 0;
+}
+
+// Runs one of text.cpp's functions for llama_lsp_test_text.
+json test_text(const std::string & function, const std::string & text, const json & args) {
+    auto strings = [&](const char * key) { return get_or<std::vector<std::string>>(args, key, {}); };
+    if (function == "utf8_complete_prefix") {
+        return {{"n", utf8_complete_prefix(text)}};
+    }
+    if (function == "stop_overlap") {
+        return {{"n", stop_overlap(text, strings("stops"))}};
+    }
+    if (function == "tool_call_start") {
+        return {{"n", tool_call_start(text, strings("openers"), strings("tool_names"))}};
+    }
+    if (function == "extract_json_call") {
+        common_chat_tool_call call;
+        std::string rest;
+        if (!extract_json_call(text, strings("tool_names"), call, rest)) {
+            return {{"found", false}};
+        }
+        return {{"found", true}, {"name", call.name}, {"arguments", call.arguments}, {"rest", rest}};
+    }
+    if (function == "stream") {
+        json pieces = json::array();
+        piece_streamer streamer(collect_piece, &pieces, strings("stops"), get_or<bool>(args, "tools", false),
+                                strings("openers"), strings("tool_names"));
+        for (size_t cut : get_or<std::vector<size_t>>(args, "cuts", {})) {
+            streamer.update(text.substr(0, std::min(cut, text.size())));
+        }
+        if (args.contains("final")) {
+            const std::string final_content = get_or<std::string>(args, "final", "");
+            streamer.update(text, &final_content);
+        }
+        return {{"pieces", pieces}};
+    }
+    throw engine_error("invalid_request", "no text function named '" + function + "'");
+}
+
 }  // namespace
 
 // ---- Behind engine.h -----------------------------------------------------------------------------------
@@ -354,4 +397,13 @@ LLAMA_LSP_API void llama_lsp_close(llama_lsp_engine * engine) {
         delete engine;
     } catch (...) {
     }
+}
+
+LLAMA_LSP_API char * llama_lsp_test_text(const char * function, const char * text, int length, const char * args_json) {
+    return guarded([&]() -> json {
+        if (!function) throw engine_error("invalid_request", "function is NULL");
+        if (length < 0 || (!text && length > 0)) throw engine_error("invalid_request", "text and length disagree");
+        return test_text(function, std::string(text ? text : "", (size_t) length),
+                         parse_object(args_json ? args_json : "{}", "args"));
+    });
 }
