@@ -228,6 +228,23 @@ def test_a_cancel_just_before_a_generate_call_stops_that_call_and_is_then_forgot
     assert run(engine, "x " * 50, max_tokens=40)["finish_reason"] == "length"
 
 
+def test_a_cancel_right_after_the_last_prompt_chunk_keeps_the_prompt_and_the_next_call_reuses_it(
+    engine, cold
+):
+    prompt = "x " * 50
+    n_prompt = len(tokens_of(engine, prompt))
+    n_chunks = -(-n_prompt // CHUNK)
+    request = {"prompt": prompt, "max_tokens": 12, "slot": "c", "debug_cancel_prefill_after_chunks": n_chunks}
+    stopped = engine.generate(request)
+    assert stopped["finish_reason"] == "cancelled"
+    assert stopped["stats"]["n_evaluated"] == n_prompt and stopped["tokens"] == []
+    slot = next(s for s in engine.info()["slots"] if s["key"] == "c")
+    assert slot["n_tokens"] == n_prompt  # the record says what the cells hold: the whole prompt
+    again = run(engine, prompt, slot="c")  # used to fail: the cells held more than the record said
+    assert again["stats"]["n_reused"] == (n_prompt - 1) // CHUNK * CHUNK
+    assert again["tokens"] == cold_tokens(cold, prompt)
+
+
 def test_a_cleared_cancel_does_not_stop_the_next_call(engine):
     engine.cancel()
     engine.clear_cancel()

@@ -116,6 +116,8 @@ llama_lsp_engine * llama_lsp_open(const char * model_path, const char * options_
                             or the least recently used one
      "debug_fail_prefill_after_chunks"  tests only: k; prompt chunk number k (from 0) goes into the
                             cache, then the call fails with "decode_failed" as if llama.cpp had failed
+     "debug_cancel_prefill_after_chunks"  tests only: k; a cancel arrives as soon as k chunks of the
+                            prompt have gone into the cache
    Streams the answer through on_piece (may be NULL; user_data is passed to it as is).
    Returns {"content": text, "tool_calls": [{"id", "name", "arguments": object, or the model's text when
    it is not JSON}], "finish_reason": "stop" | "length" | "tool_calls" | "cancelled" | "error",

@@ -54,7 +54,8 @@ struct generation {
     std::vector<std::string> stops;
     sampler_ptr sampler;
     std::string key;             // the slot the request names ("" = any)
-    int fail_after_chunks = -1;  // a fault injected by the tests: debug_fail_prefill_after_chunks
+    int fail_after_chunks = -1;    // a fault injected by the tests: debug_fail_prefill_after_chunks
+    int cancel_after_chunks = -1;  // a cancel injected by the tests: debug_cancel_prefill_after_chunks
 
     // match
     size_t n_common = 0;  // tokens of the prompt the slot (or its donor) held
@@ -101,6 +102,7 @@ void read_request(llama_lsp_engine & e, const json & request, generation & g) {
         throw engine_error("invalid_request", "could not build the sampler (bad grammar?)");
     }
     g.fail_after_chunks = get_or<int>(request, "debug_fail_prefill_after_chunks", -1);
+    g.cancel_after_chunks = get_or<int>(request, "debug_cancel_prefill_after_chunks", -1);
     g.key = get_or<std::string>(request, "slot", "");
 }
 
@@ -143,14 +145,19 @@ void prefill(llama_lsp_engine & e, generation & g, slot & s, llama_batch & batch
         }
         chunks_done++;
         g.pos = end;
+        if (chunks_done == g.cancel_after_chunks) {
+            e.cancel_requested.store(true);  // as if another thread had cancelled just now
+        }
         if (e.cancel_requested.load()) {
             g.finish_reason = "cancelled";
             break;
         }
     }
     g.t_prefill_ms = ms_since(t_prefill_start);
-    if (g.finish_reason == "stop") {
-        s.tokens = g.p.tokens;  // the cells now hold the whole prompt
+    if (g.pos == g.n_prompt) {
+        // The cells now hold the whole prompt, also when a cancel came right after its last chunk:
+        // commit keeps them then, so the record must say so.
+        s.tokens = g.p.tokens;
     }
 }
 
