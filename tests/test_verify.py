@@ -134,3 +134,15 @@ def test_the_verify_settings_are_off_by_default_and_checked():
     assert config.verify_command == "pytest -q" and config.verify_timeout == 5.0
     assert config.max_verify_attempts == 3 and "maxVerifyAttempts" in warnings[0]
     assert settings.merge(config, {"verifyCommand": ""})[0].verify_command is None
+
+
+async def test_a_file_outside_every_folder_is_checked_alone(project: Path, tmp_path: Path):
+    outside = tmp_path / "notes.py"
+    outside.write_text("x = 1\n")
+    (tmp_path / "neighbour.txt").write_text("not copied")
+    workspace = Workspace([project], documents=[outside])
+    runner = ToolRunner(workspace)
+    assert runner.propose_text(outside, "x = 2\n") is None
+    check = Verifier("ls; false", 30, 3, workspace)
+    await check.check_latest(runner)
+    assert check.verification.output.split("\n[exit")[0].split() == ["notes.py"]

@@ -2,7 +2,8 @@
 
 Only when the `verifyCommand` setting is set, and never in the real workspace: each check copies the
 folder that holds the edited file into a fresh temporary directory (leaving out version control,
-virtual environments and caches), writes the request's proposed files there, and runs the command in
+virtual environments and caches; a file outside every folder goes there alone), writes the request's
+proposed files there, and runs the command in
 it with a timeout, a scrubbed environment, no network where the OS allows it (`unshare -rn`), and a
 bounded output. Exit status 0 passes. A failed check's trimmed output goes back to the model, which
 tries again; when no attempt passes, the first failed candidate is returned marked as failed.
@@ -129,11 +130,17 @@ class Verifier:
 
     async def _run(self, texts: dict[Path, str], edited: Path) -> CheckResult:
         started = time.monotonic()
-        root = next((r for r in self.workspace.roots if edited.is_relative_to(r)), edited.parent)
-        with tempfile.TemporaryDirectory(prefix="llama-lsp-check-") as scratch:
+        folder = next((r for r in self.workspace.roots if edited.is_relative_to(r)), None)
+        # A file outside every folder is checked alone: its directory may be anything (a home folder).
+        root = folder or edited.parent
+        # The command may leave read-only files behind: they must not turn a check into an error.
+        with tempfile.TemporaryDirectory(prefix="llama-lsp-check-", ignore_cleanup_errors=True) as scratch:
             copy = Path(scratch) / root.name
             try:
-                await asyncio.to_thread(_copy_folder, root, copy)
+                if folder is not None:
+                    await asyncio.to_thread(_copy_folder, root, copy)
+                else:
+                    copy.mkdir()
             except CopyRefused as exc:
                 return CheckResult(False, f"could not copy the folder to check the edit: {exc}", 0.0)
             for path, text in texts.items():
