@@ -375,7 +375,12 @@ def main() -> int:
     for task in tasks:
         outcome = run_task(task, args.model, args.threads, args.verify)
         verdict = "passes" if outcome.passed else "fails"
-        print(f"  {task.name}: {verdict} ({outcome.seconds:.0f} s) {outcome.detail}", flush=True)
+        checked = (
+            ""
+            if outcome.verified is None
+            else f" [check {'passed' if outcome.verified else 'failed'}, {outcome.checks} runs]"
+        )
+        print(f"  {task.name}: {verdict} ({outcome.seconds:.0f} s){checked} {outcome.detail}", flush=True)
         outcomes.append(outcome)
     print()
     print_table(outcomes)
