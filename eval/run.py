@@ -36,7 +36,13 @@ from pygls.exceptions import JsonRpcException
 from pygls.uris import to_fs_path
 
 from lsp_server.assistant.rewrite import python_code_changed
-from lsp_server.clients.ask import HeadlessClient, apply_workspace_edit, make_client
+from lsp_server.clients.ask import (
+    HeadlessClient,
+    apply_workspace_edit,
+    forward_stderr,
+    initialize_params,
+    make_client,
+)
 from lsp_server.engine import models
 from lsp_server.lsp import lsp_json, protocol
 
@@ -111,24 +117,14 @@ async def run_action(
     """Starts a server in workdir, resolves the task's code action; returns (resolved action, stats)."""
     client: HeadlessClient = make_client(verbose=False)
     await client.start_io(sys.executable, "-m", "lsp_server", "--stdio", "--log-level", "warning")
-    drain = asyncio.create_task(_drain(client))
+    drain = asyncio.create_task(forward_stderr(client, verbose=False))
     path = workdir / task.file
     text = path.read_text(encoding="utf-8")
     options = {"model": model, "threads": threads, "cacheDir": str(workdir.parent / "cache")}
     if verify:
         options["verifyCommand"] = verify_command(task)
     try:
-        await client.initialize_async(
-            types.InitializeParams(
-                capabilities=types.ClientCapabilities(
-                    window=types.WindowClientCapabilities(work_done_progress=True),
-                    workspace=types.WorkspaceClientCapabilities(configuration=True, apply_edit=False),
-                ),
-                root_uri=workdir.as_uri(),
-                workspace_folders=[types.WorkspaceFolder(uri=workdir.as_uri(), name=workdir.name)],
-                initialization_options=options,
-            )
-        )
+        await client.initialize_async(initialize_params(workdir, options))
         client.initialized(types.InitializedParams())
         uri = path.as_uri()
         client.text_document_did_open(
@@ -163,13 +159,6 @@ async def run_action(
             pass
         await client.stop()
         drain.cancel()
-
-
-async def _drain(client: HeadlessClient) -> None:
-    server = client._server
-    if server is not None and server.stderr is not None:
-        while await server.stderr.readline():
-            pass
 
 
 def pytest(workdir: Path, *arguments: str) -> subprocess.CompletedProcess[str]:

@@ -124,6 +124,20 @@ def apply_workspace_edit(edit: dict[str, Any], current: dict[str, str]) -> dict[
     return result
 
 
+def initialize_params(root: Path, options: dict[str, Any]) -> types.InitializeParams:
+    """What the headless client says in `initialize`: one folder, the server's options, and that it
+    shows progress and answers configuration requests but applies no edits itself."""
+    return types.InitializeParams(
+        capabilities=types.ClientCapabilities(
+            window=types.WindowClientCapabilities(work_done_progress=True),
+            workspace=types.WorkspaceClientCapabilities(configuration=True, apply_edit=False),
+        ),
+        root_uri=root.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+        initialization_options=options,
+    )
+
+
 async def _ask(args: argparse.Namespace) -> int:
     path = Path(args.file).resolve()
     try:
@@ -135,24 +149,11 @@ async def _ask(args: argparse.Namespace) -> int:
     root = Path.cwd() if path.is_relative_to(Path.cwd()) else path.parent
     client = make_client(args.verbose)
     await client.start_io(sys.executable, "-m", "lsp_server", "--stdio")
-    drain = asyncio.create_task(_forward_stderr(client, args.verbose))
+    drain = asyncio.create_task(forward_stderr(client, args.verbose))
     report: dict[str, Any] = {}
     try:
-        await client.initialize_async(
-            types.InitializeParams(
-                capabilities=types.ClientCapabilities(
-                    window=types.WindowClientCapabilities(work_done_progress=True),
-                    workspace=types.WorkspaceClientCapabilities(configuration=True, apply_edit=False),
-                ),
-                root_uri=root.as_uri(),
-                workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
-                initialization_options={
-                    "model": args.model,
-                    "maxTokens": args.max_tokens,
-                    "verifyCommand": args.verify,
-                },
-            )
-        )
+        options = {"model": args.model, "maxTokens": args.max_tokens, "verifyCommand": args.verify}
+        await client.initialize_async(initialize_params(root, options))
         client.initialized(types.InitializedParams())
         while (status := await client.status.get())["state"] not in (protocol.READY, protocol.ERROR):
             pass
@@ -279,7 +280,7 @@ def _write(piece: str) -> None:
     sys.stdout.flush()
 
 
-async def _forward_stderr(client: HeadlessClient, verbose: bool) -> None:
+async def forward_stderr(client: HeadlessClient, verbose: bool) -> None:
     """Drains the server's stderr (so it never blocks on a full pipe); shows it with --verbose."""
     server = client._server
     if server is None or server.stderr is None:
