@@ -21,7 +21,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -56,8 +56,8 @@ class Verification:
     attempts: int = 0
     passed: bool | None = None  # None: nothing was checked (no command set, or no edit proposed)
     output: str = ""
-    # The runner's state after each failed candidate, so the first one can be returned when none passes.
-    failed_candidates: list[tuple[RunnerState, CheckResult]] = field(default_factory=list)
+    # The first failed candidate (the greedy one) and its check: what comes back when none passes.
+    first_failure: tuple[RunnerState, CheckResult] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -111,7 +111,8 @@ class Verifier:
             self.verification.passed = True
             return None
         self.verification.passed = False
-        self.verification.failed_candidates.append((state, result))
+        if self.verification.first_failure is None:
+            self.verification.first_failure = (state, result)
         runner.withdraw_latest()
         return (
             f"That change was checked with `{self.command}`, which failed:\n```\n{result.output}\n```\n"
@@ -121,9 +122,9 @@ class Verifier:
     def settle(self, runner: ToolRunner) -> None:
         """When no edit passed: bring back the first failed candidate (greedy, so the likeliest), marked
         as failed. The user sees it, and why it failed, rather than nothing."""
-        if runner.edits or not self.verification.failed_candidates:
+        if runner.edits or self.verification.first_failure is None:
             return
-        state, result = self.verification.failed_candidates[0]
+        state, result = self.verification.first_failure
         runner.restore(state)
         self.verification.passed = False
         self.verification.output = result.output

@@ -156,7 +156,9 @@ class DocumentTurn:
     def checked_without_passing(self) -> bool:
         """Checks ran out, or a candidate failed one: another way of writing the edit would not help."""
         verifier = self.verifier
-        return verifier is not None and (verifier.exhausted or bool(verifier.verification.failed_candidates))
+        return verifier is not None and (
+            verifier.exhausted or verifier.verification.first_failure is not None
+        )
 
     def reply(self) -> dict[str, Any]:
         """The turn as the protocol answers it (docs/protocol.md, `assistant/chat`)."""
