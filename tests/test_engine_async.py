@@ -111,3 +111,40 @@ async def test_info_and_tokenize_go_through_the_queue(tiny_model):
         assert len(tokens) == 6  # one token per byte in the tiny model
     finally:
         engine.close()
+
+
+async def test_a_request_preempts_warming_and_warming_resumes_after_it(tiny_model):
+    engine = Engine(config(tiny_model, n_ctx=8192))
+    try:
+        await engine.ready()
+        long_prompt = " ".join(f"word{i}" for i in range(900))  # ~6,000 tokens here
+        warming = engine.warm(ChatRequest(prompt=long_prompt, slot="document:a"))
+        while engine.queue_length == 0 and not warming.future.running():
+            await asyncio.sleep(0.001)
+        finished: list[str] = []
+        warming.future.add_done_callback(lambda _f: finished.append("warming"))
+        request = await engine.generate(ChatRequest(prompt="def main():", max_tokens=4, slot="chat"))
+        finished.append("request")
+        warmed = await warming.wait()
+        assert finished == ["request", "warming"]  # the request did not wait for the warming
+        assert warming.preemptions == 1
+        assert request.stats.n_generated == 4
+        # Warming finished after the request, from the chunks it had read before (if any).
+        assert warmed.finish_reason == "stop"
+        assert warmed.stats.n_reused + warmed.stats.n_evaluated == warmed.stats.n_prompt
+        slots = {s["key"]: s["n_tokens"] for s in (await engine.info())["slots"]}
+        assert slots["document:a"] == warmed.stats.n_prompt
+    finally:
+        engine.close()
+
+
+async def test_cancelled_warming_answers_cancelled_and_background_work_is_not_queue_length(tiny_model):
+    engine = Engine(config(tiny_model, n_ctx=8192))
+    try:
+        await engine.ready()
+        warming = engine.warm(ChatRequest(prompt="word " * 1000, slot="document:a"))
+        assert engine.queue_length == 0  # the status's queue counts requests only
+        warming.cancel()
+        assert (await warming.wait()).finish_reason == "cancelled"
+    finally:
+        engine.close()

@@ -69,6 +69,17 @@ def prompt_tokens(engine: native.NativeEngine, messages: list[dict[str, Any]]) -
     return list(engine.tokenize({"messages": messages})["tokens"])
 
 
+def cuts(tokens: list[int], engine: native.NativeEngine, chunk: int = 64) -> list[int]:
+    """Where a prompt is cut into chunks (the rule in native/src/engine.h, restated): before every
+    token that opens a message, and every `chunk` tokens after the last cut."""
+    message_start = engine.info()["message_start"]
+    found = [0]
+    for i in range(1, len(tokens)):
+        if tokens[i] == message_start or i - found[-1] == chunk:
+            found.append(i)
+    return found
+
+
 def common_prefix(a: list[int], b: list[int]) -> int:
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:
@@ -83,7 +94,11 @@ def test_appended_turn_reuses_the_prefix_and_matches_cold(warm_engine, cold_engi
     result = ask(warm_engine, follow_up, slot="append")
     stats = result["stats"]
     assert stats["n_common"] >= 0.8 * stats["n_prompt"]
-    assert stats["n_reused"] == stats["n_common"] - stats["n_common"] % 64
+    # Reuse stops where the answer's message starts, a cut that a cold run makes too (and not at a
+    # fixed 64-token boundary before it): the cells of "<|im_start|>assistant\n" were read with the
+    # previous prompt's end, not with the answer as a cold run reads them.
+    assert stats["n_common"] == answer["stats"]["n_prompt"]
+    assert stats["n_reused"] == stats["n_common"] - 3
     assert stats["n_evaluated"] == stats["n_prompt"] - stats["n_reused"]
     assert_same_as_cold(result, cold_engine, follow_up)
 
@@ -137,7 +152,9 @@ def test_n_common_is_the_token_level_common_prefix(warm_engine):
     expected = common_prefix(prompt_tokens(warm_engine, before), prompt_tokens(warm_engine, after))
     stats = result["stats"]
     assert stats["n_common"] == expected
-    assert stats["n_reused"] == expected - expected % 64  # exact reuse stops at a chunk boundary
+    # Exact reuse stops at the last cut a cold run makes too.
+    tokens = prompt_tokens(warm_engine, after)
+    assert stats["n_reused"] == max(c for c in cuts(tokens, warm_engine) if c <= expected)
 
 
 def test_without_exact_reuse_n_reused_is_the_common_prefix(test_model_path):
@@ -202,8 +219,12 @@ def test_cancel_during_prefill_keeps_the_cache_consistent(warm_engine, cold_engi
     assert result["finish_reason"] == "cancelled"
     assert result["stats"]["n_generated"] == 0
     assert time.perf_counter() - started < 5
+    # The chunks read before the cancel are kept (a chunk cut short is not).
+    kept = next(s for s in warm_engine.info()["slots"] if s["key"] == "prefill-cancel")["n_tokens"]
+    assert kept == result["stats"]["n_reused"] + result["stats"]["n_evaluated"]
     again = ask(warm_engine, messages, slot="prefill-cancel")
     assert again["finish_reason"] in ("stop", "length")
+    assert again["stats"]["n_reused"] >= kept
     assert_same_as_cold(again, cold_engine, messages)
 
 
@@ -295,3 +316,76 @@ def test_corrupt_state_file_is_ignored_and_deleted(test_model_path, cold_engine,
         assert_same_as_cold(result, cold_engine, messages)
     finally:
         second.close()
+
+
+# ---- warming: requests that only read messages into the cache -------------------------------------------
+
+
+def warm(
+    engine: native.NativeEngine, messages: list[dict[str, Any]], slot: str, **extra: Any
+) -> dict[str, Any]:
+    return engine.generate({"messages": messages, "slot": slot, "warm": True, "background": True, **extra})
+
+
+def test_a_warmed_document_leaves_only_the_question_to_evaluate(warm_engine, cold_engine):
+    opening = conversation()  # the system prompt and the document: what every question starts with
+    warmed = warm(warm_engine, opening, slot="document:inventory")
+    assert warmed["finish_reason"] == "stop" and warmed["tokens"] == []
+    assert warmed["stats"]["n_reused"] + warmed["stats"]["n_evaluated"] == warmed["stats"]["n_prompt"]
+    question = conversation("Which function changes the stock?")
+    result = ask(warm_engine, question, slot="new-question")
+    n_prompt = result["stats"]["n_prompt"]
+    # The question's own message is all that is evaluated, forked from the warmed slot.
+    assert result["stats"]["n_reused"] == warmed["stats"]["n_prompt"]
+    assert result["stats"]["n_evaluated"] == n_prompt - warmed["stats"]["n_prompt"] < 40
+    assert_same_as_cold(result, cold_engine, question)
+
+
+def test_a_warmed_answer_leaves_only_the_follow_up_to_evaluate(warm_engine, cold_engine):
+    first = conversation("What does apply_discount do?")
+    answer = ask(warm_engine, first, slot="follow")
+    with_answer = [*first, {"role": "assistant", "content": answer["content"]}]
+    warmed = warm(warm_engine, with_answer, slot="follow")
+    assert warmed["stats"]["n_reused"] == answer["stats"]["n_prompt"] - 3  # up to "<|im_start|>assistant"
+    follow_up = [*with_answer, {"role": "user", "content": "Is the percent checked?"}]
+    result = ask(warm_engine, follow_up, slot="follow")
+    assert result["stats"]["n_reused"] == warmed["stats"]["n_prompt"]
+    assert result["stats"]["n_evaluated"] < 30
+    assert_same_as_cold(result, cold_engine, follow_up)
+
+
+def test_warming_stopped_halfway_keeps_its_chunks_and_answers_match_cold(warm_engine, cold_engine):
+    opening = conversation(document=OTHER_DOCUMENT)
+    stopped = warm(warm_engine, opening, slot="halfway", debug_cancel_prefill_after_chunks=3)
+    assert stopped["finish_reason"] == "cancelled"
+    kept = next(s for s in warm_engine.info()["slots"] if s["key"] == "halfway")["n_tokens"]
+    assert stopped["stats"]["n_evaluated"] > 0
+    assert kept == stopped["stats"]["n_reused"] + stopped["stats"]["n_evaluated"]
+    resumed = warm(warm_engine, opening, slot="halfway")
+    assert resumed["stats"]["n_reused"] == kept
+    assert resumed["stats"]["n_reused"] + resumed["stats"]["n_evaluated"] == resumed["stats"]["n_prompt"]
+    question = conversation("What does this module do?", document=OTHER_DOCUMENT)
+    result = ask(warm_engine, question, slot="halfway")
+    assert_same_as_cold(result, cold_engine, question)
+
+
+def test_background_requests_never_evict_a_conversation(test_model_path):
+    engine = open_engine(test_model_path, n_slots=2)
+    try:
+        ask(engine, conversation("Hi"), slot="chat-1")
+        warm(engine, conversation(), slot="document:a")  # takes the free slot
+        warm(engine, conversation(document=OTHER_DOCUMENT), slot="document:b")  # evicts only warming
+        keys = {s["key"] for s in engine.info()["slots"]}
+        assert keys == {"chat-1", "document:b"}
+        ask(engine, conversation("Hi"), slot="chat-1")
+        ask(engine, conversation("Hello"), slot="chat-2")  # a conversation may evict warming (the LRU)
+        assert {s["key"] for s in engine.info()["slots"]} == {"chat-1", "chat-2"}
+        with pytest.raises(native.NativeError) as raised:
+            warm(engine, conversation(), slot="document:a")
+        assert raised.value.kind == "no_slot"
+        # Warming a conversation's own slot (its answer, for the follow-up) keeps it the conversation's.
+        warm(engine, conversation("Hello"), slot="chat-2")
+        with pytest.raises(native.NativeError):
+            warm(engine, conversation(), slot="document:a")
+    finally:
+        engine.close()

@@ -35,6 +35,7 @@ OFFLINE_STEPS = [
     "setup passes the verify settings to the server",
     "the chat footer shows the check, a failed one as a warning",
     "code actions tell whether their edit was checked",
+    "the statusline says whether the buffer is warm",
     "the stand-in stops",
 ]
 

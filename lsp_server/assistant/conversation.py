@@ -38,17 +38,23 @@ class Conversation:
 
     def show_document(self, path: str, text: str) -> None:
         """Makes sure the model has seen the current text: the whole file once, then diffs."""
-        if self.snapshot is None or self.document_path != path:
-            self.messages.append(prompts.document_message(path, text))
-        elif text != self.snapshot:
-            diff = unified_diff(path, self.snapshot, text)
-            if len(diff) < len(text):
-                self.messages.append(
-                    {"role": "user", "content": f"The file `{path}` changed:\n```diff\n{diff}```"}
-                )
-            else:
-                self.messages.append(prompts.document_message(path, text))
+        self.messages = self.messages_showing(path, text)
         self.document_path, self.snapshot = path, text
+
+    def messages_showing(self, path: str, text: str) -> list[dict[str, Any]]:
+        """The messages as show_document would leave them, without changing the conversation (what
+        warming the cache reads ahead of the next question)."""
+        if self.snapshot is None or self.document_path != path:
+            return [*self.messages, prompts.document_message(path, text)]
+        if text == self.snapshot:
+            return list(self.messages)
+        diff = unified_diff(path, self.snapshot, text)
+        if len(diff) >= len(text):
+            return [*self.messages, prompts.document_message(path, text)]
+        return [
+            *self.messages,
+            {"role": "user", "content": f"The file `{path}` changed:\n```diff\n{diff}```"},
+        ]
 
 
 class ConversationStore:

@@ -3,6 +3,9 @@
 The native engine is driven by exactly one thread (the worker); asyncio code submits jobs and awaits
 them. Streamed pieces hop from the worker to the caller's event loop. Slot state is restored lazily at
 start, saved after requests now and then, and saved again on close.
+
+Background jobs (warming the cache) run only when no request waits: a request that arrives while one
+runs preempts it (the native engine keeps the chunks it read), and the background job resumes after.
 """
 
 from __future__ import annotations
@@ -10,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +103,8 @@ class ChatRequest:
     stop: list[str] = field(default_factory=list)
     slot: str | None = None  # the conversation this request continues
     prompt: str | None = None  # a raw prompt instead of messages (benchmarks, models without a template)
+    warm: bool = False  # only read the messages into the slot's cache (no generation prompt, no answer)
+    background: bool = False  # may not evict a conversation's slot (set by Engine.submit)
 
     def to_native(self) -> dict[str, Any]:
         data = {k: v for k, v in asdict(self).items() if v is not None}
@@ -159,11 +164,16 @@ class EngineClosed(EngineError):
 class Job:
     """One queued piece of work; `cancel()` is safe from any thread."""
 
-    def __init__(self, engine: Engine, run: Callable[[native.NativeEngine, Job], Any]):
+    def __init__(
+        self, engine: Engine, run: Callable[[native.NativeEngine, Job], Any], background: bool = False
+    ):
         self._engine = engine
         self.run = run
+        self.background = background
         self.future: Future[Any] = Future()
         self.cancelled = False
+        self.preempted = False  # a background job stopped for a request; it runs again later
+        self.preemptions = 0
 
     def cancel(self) -> None:
         self._engine._cancel(self)
@@ -177,8 +187,10 @@ class Engine:
 
     def __init__(self, config: EngineConfig):
         self.config = config
-        self._queue: queue.Queue[Job | None] = queue.Queue()
         self._lock = threading.Lock()
+        self._wakeup = threading.Condition(self._lock)
+        self._requests: deque[Job] = deque()
+        self._background: deque[Job] = deque()
         self._current: Job | None = None
         self._native: native.NativeEngine | None = None
         self._loaded: Future[dict[str, Any]] = Future()
@@ -197,18 +209,21 @@ class Engine:
 
     @property
     def queue_length(self) -> int:
-        return self._queue.qsize() + (1 if self._current else 0)
+        """Requests waiting or running (background work not counted)."""
+        with self._lock:
+            running = self._current is not None and not self._current.background
+            return len(self._requests) + (1 if running else 0)
 
     def close(self, timeout: float = 60.0) -> None:
         """Cancels what runs, saves slot state and frees the model. Idempotent."""
         if self._closed:
             return
-        self._closed = True
         with self._lock:
+            self._closed = True
             running = self._current
+            self._wakeup.notify()
         if running is not None:
             running.cancel()
-        self._queue.put(None)
         self._thread.join(timeout)
 
     # ---- requests --------------------------------------------------------------------------------
@@ -218,9 +233,14 @@ class Engine:
         request: ChatRequest,
         on_piece: Callable[[str], None] | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
+        background: bool = False,
     ) -> Job:
-        """Queues a chat request. Pieces go to on_piece, on `loop` when given (else on the worker)."""
-        payload = request.to_native()
+        """Queues a chat request. Pieces go to on_piece, on `loop` when given (else on the worker).
+
+        A background request runs only when no other request waits, and never evicts a conversation's
+        slot; a request preempts it, and it resumes from the chunks it had read.
+        """
+        payload = replace(request, background=background).to_native()
 
         def run(engine: native.NativeEngine, job: Job) -> ChatResult:
             def piece(text: str) -> bool:
@@ -236,7 +256,11 @@ class Engine:
 
             return ChatResult.from_native(engine.generate(payload, piece))
 
-        return self._enqueue(run)
+        return self._enqueue(run, background)
+
+    def warm(self, request: ChatRequest) -> Job:
+        """Reads the request's messages into its slot in the background, answering nothing."""
+        return self.submit(replace(request, warm=True), background=True)
 
     async def generate(
         self, request: ChatRequest, on_piece: Callable[[str], None] | None = None
@@ -262,12 +286,27 @@ class Engine:
 
     # ---- worker ----------------------------------------------------------------------------------
 
-    def _enqueue(self, run: Callable[[native.NativeEngine, Job], Any]) -> Job:
-        if self._closed:
-            raise EngineClosed()
-        job = Job(self, run)
-        self._queue.put(job)
+    def _enqueue(self, run: Callable[[native.NativeEngine, Job], Any], background: bool = False) -> Job:
+        job = Job(self, run, background)
+        with self._lock:
+            if self._closed:
+                raise EngineClosed()
+            (self._background if background else self._requests).append(job)
+            running = self._current
+            if not background and running is not None and running.background and self._native is not None:
+                running.preempted = True
+                self._native.cancel()
+            self._wakeup.notify()
         return job
+
+    def _next(self) -> Job | None:
+        """The next job to run, requests first; None once the engine is closed."""
+        with self._lock:
+            while not self._closed and not self._requests and not self._background:
+                self._wakeup.wait()
+            if self._closed:
+                return None
+            return (self._requests or self._background).popleft()
 
     def _cancel(self, job: Job) -> None:
         with self._lock:
@@ -305,11 +344,11 @@ class Engine:
             self._fail_queued(failure)
             return
         try:
-            while (job := self._queue.get()) is not None:
+            while (job := self._next()) is not None:
                 self._run(engine, job)
                 if (
                     self.config.state_dir is not None
-                    and self._queue.empty()
+                    and not self._requests
                     and time.monotonic() - self._last_save > self.config.save_interval_s
                 ):
                     self._save_quietly(engine)
@@ -322,7 +361,8 @@ class Engine:
 
     def _run(self, engine: native.NativeEngine, job: Job) -> None:
         with self._lock:
-            if not job.future.set_running_or_notify_cancel():
+            # A preempted job comes back already running.
+            if not job.future.running() and not job.future.set_running_or_notify_cancel():
                 return  # the task awaiting it was cancelled while it waited in the queue
             if job.cancelled:
                 job.future.set_result(ChatResult.cancelled_before_start())
@@ -331,8 +371,19 @@ class Engine:
             # its generate call starts; a late cancel meant for the job before must not stop it.
             engine.clear_cancel()
             self._current = job
+            if job.background and self._requests:
+                job.preempted = True
+                engine.cancel()
         try:
-            job.future.set_result(job.run(engine, job))
+            result = job.run(engine, job)
+            with self._lock:
+                if job.preempted and not job.cancelled and self._resumable(result):
+                    # Stopped for a request: it resumes after it, from the chunks it read.
+                    job.preempted = False
+                    job.preemptions += 1
+                    self._background.appendleft(job)
+                    return
+            job.future.set_result(result)
         except NativeError as exc:
             job.future.set_exception(EngineError.from_native(exc))
         except BaseException as exc:  # the worker must outlive any one request
@@ -341,6 +392,10 @@ class Engine:
             with self._lock:
                 self._current = None
 
+    @staticmethod
+    def _resumable(result: Any) -> bool:
+        return isinstance(result, ChatResult) and result.finish_reason == "cancelled"
+
     def _save_quietly(self, engine: native.NativeEngine) -> None:
         try:
             self._save(engine)
@@ -348,10 +403,11 @@ class Engine:
             log.warning("could not save slot state: %s", exc)
 
     def _fail_queued(self, exc: BaseException) -> None:
-        while True:
-            try:
-                job = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            if job is not None and not job.future.done():
+        with self._lock:
+            self._closed = True  # a load that failed ends the engine as close() does
+            jobs = [*self._requests, *self._background]
+            self._requests.clear()
+            self._background.clear()
+        for job in jobs:
+            if not job.future.done():
                 job.future.set_exception(exc)

@@ -26,6 +26,7 @@ from . import chat, code_actions, documents, protocol, rpc, settings
 from .model_host import ModelHost, ModelUnavailable
 from .text_document import LspWorkspace
 from .turns import TurnService
+from .warming import Warmer
 
 log = logging.getLogger("llama_lsp.server")
 
@@ -56,15 +57,19 @@ class AssistantServer(LanguageServer):
         )
         self.settings = settings.Settings()
         self.turns = TurnService(self)
+        self.warmer = Warmer(self, self.turns, self.refresh_status)
+        self.turns.on_answered = self.warmer.answered
         self.model_host = ModelHost(self, lambda: self.settings)
         self.configured = False  # the client's configuration has been read (or it has none)
         self.state = protocol.LOADING
+        self._status_details: tuple[str | None, str | None] = (None, None)  # message, installModel
         self.n_busy = 0
 
     # ---- status ----------------------------------------------------------------------------------
 
     def set_status(self, state: str, message: str | None = None, install_model: str | None = None) -> None:
         self.state = state
+        self._status_details = (message, install_model)
         payload: dict[str, Any] = {"state": state}
         if message:
             payload["message"] = message
@@ -75,7 +80,14 @@ class AssistantServer(LanguageServer):
         last_stats = self.turns.stats.last_json()
         if last_stats is not None:
             payload["lastStats"] = last_stats
+        if state in (protocol.READY, protocol.BUSY):
+            payload["warm"] = self.warmer.warm_uris
         self.protocol.notify(protocol.STATUS, payload)
+
+    def refresh_status(self) -> None:
+        """Sends the status again (the warm documents changed)."""
+        if self.state in (protocol.READY, protocol.BUSY):
+            self.set_status(self.state, *self._status_details)
 
     @contextlib.contextmanager
     def busy(self) -> Iterator[None]:
@@ -100,6 +112,7 @@ class AssistantServer(LanguageServer):
     def load_finished(self, config: settings.Settings, info: dict[str, Any]) -> None:
         log.info("model ready: %s (%.1f s)", info.get("model_desc"), info.get("t_load_ms", 0) / 1000)
         self.set_status(protocol.READY, f"{config.model} ready")
+        self.warmer.rewarm()  # a new engine: what the old one held is gone (or restored from disk)
 
     def load_failed(self, config: settings.Settings, error: ModelUnavailable) -> None:
         self.set_status(protocol.ERROR, str(error), error.install_model)
@@ -131,6 +144,8 @@ class AssistantServer(LanguageServer):
         for warning in warnings:
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
         self.settings = new
+        if not new.warm:
+            self.warmer.stop_all()
         if self.configured:  # before that, `initialized` asks for the engine once the configuration is in
             self.model_host.want(new)
 
@@ -196,7 +211,21 @@ def create_server() -> AssistantServer:
 
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(ls: AssistantServer, _params: None) -> None:
+        ls.warmer.stop_all()
         await ls.model_host.close()
+
+    # pygls keeps the documents; these run after it has applied the change.
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def on_did_open(ls: AssistantServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.warmer.opened(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def on_did_change(ls: AssistantServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.warmer.changed(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def on_did_close(ls: AssistantServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.warmer.closed(params.text_document.uri)
 
     @server.feature(types.EXIT)
     async def on_exit(ls: AssistantServer, _params: None) -> None:

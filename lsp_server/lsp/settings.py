@@ -30,6 +30,8 @@ class Settings:
     verify_command: str | None = None
     verify_timeout: float = 60.0
     max_verify_attempts: int = 3
+    # Warming the cache in the background (lsp_server.lsp.warming).
+    warm: bool = True
 
     def engine_fields(self) -> tuple[Any, ...]:
         """What reloading the model depends on."""
@@ -48,6 +50,7 @@ _WIRE_NAMES = {
     "verifyCommand": "verify_command",
     "verifyTimeout": "verify_timeout",
     "maxVerifyAttempts": "max_verify_attempts",
+    "warm": "warm",
 }
 
 _LIMITS: dict[str, tuple[float, float]] = {
@@ -87,6 +90,10 @@ def _convert(name: str, value: Any, default: Any) -> Any:
         if not isinstance(value, str):
             raise TypeError("expected a shell command string")
         return value.strip() or None
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise TypeError("expected true or false")
+        return value
     if isinstance(default, Path):
         if not isinstance(value, str) or not value:
             raise ValueError("expected a path")

@@ -34,9 +34,9 @@ from ..assistant.conversation import (
     run_block_turn,
     run_turn,
 )
-from ..assistant.tools import Diagnostic, ToolRunner, Workspace
+from ..assistant.tools import TOOL_NAMES, Diagnostic, ToolRunner, Workspace
 from ..assistant.verify import Verification, Verifier
-from ..engine.local import Engine
+from ..engine.local import ChatRequest, Engine
 from . import documents, lsp_json, protocol
 from .settings import Settings
 
@@ -196,6 +196,9 @@ class TurnService:
         self.conversations = ConversationStore()
         self.stats = StatsBook()
         self._running: dict[tuple[str, str], asyncio.Future[Any]] = {}
+        self._latest_conversation: dict[str, str] = {}  # document URI -> the last conversation about it
+        # Called with the conversation as it stands after each answer (warming reads it ahead).
+        self.on_answered: Callable[[ChatRequest], None] | None = None
         # Tasks cancelled because a newer request for the same work replaced them.
         self._superseded: weakref.WeakSet[asyncio.Future[Any]] = weakref.WeakSet()
 
@@ -253,6 +256,40 @@ class TurnService:
             yield turn
             if turn.result is not None:
                 self.stats.record(turn.result.stats)
+        if uri is not None:
+            self._latest_conversation[uri] = conversation.id
+        if turn.result is not None and self.on_answered is not None:
+            self.on_answered(self._request(conversation.messages, turn.runner, conversation.id))
+
+    def warm_requests(self, uri: str) -> list[ChatRequest]:
+        """What the next question about the open document `uri` will start with, to read ahead: the
+        last conversation about it with the document's change appended, then a new conversation's
+        opening (the system prompt, the tools and the document). Nothing for an unknown document."""
+        document = documents.get_document(self._server.workspace, uri)
+        path = documents.uri_to_path(uri)
+        if document is None or path is None:
+            return []
+        runner = ToolRunner(self._tool_workspace((), uri))
+        shown = runner.workspace.display(path)
+        requests = []
+        latest = self._latest_conversation.get(uri)
+        if latest is not None and latest in self.conversations:
+            conversation = self.conversations.get_or_create(latest)
+            requests.append(
+                self._request(conversation.messages_showing(shown, document.source), runner, latest)
+            )
+        opening = Conversation(id=new_conversation_slot(uri)).messages_showing(shown, document.source)
+        requests.append(self._request(opening, runner, new_conversation_slot(uri)))
+        return requests
+
+    @staticmethod
+    def _request(messages: list[dict[str, Any]], runner: ToolRunner, slot: str) -> ChatRequest:
+        # Every turn declares every tool (run_turn), so the tools are part of the prefix to warm.
+        return ChatRequest(messages=list(messages), tools=runner.schemas_for(TOOL_NAMES), slot=slot)
+
+    def forget(self, uri: str) -> None:
+        """The document was closed."""
+        self._latest_conversation.pop(uri, None)
 
     def check_current(self, edit: types.WorkspaceEdit) -> None:
         """Raises StaleDocument if a document the edit changes moved on since it was computed."""
@@ -302,6 +339,11 @@ class TurnService:
             # The document asked about is editable in place even when it lies outside every folder.
             documents=[path] if path is not None else [],
         )
+
+
+def new_conversation_slot(uri: str) -> str:
+    """The cache slot that holds a new conversation's opening about the document `uri`."""
+    return f"document:{uri}"
 
 
 def _diagnostic(raw: dict[str, Any], uri: str | None) -> Diagnostic | None:

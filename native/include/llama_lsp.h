@@ -25,6 +25,7 @@
  *   busy              another call on this engine is running (nothing was done)
  *   context_overflow  the prompt has at least as many tokens as a slot holds (option n_ctx)
  *   decode_failed     llama.cpp failed while reading the prompt; the slot is cleared, the engine serves on
+ *   no_slot           a "background" request found every slot held by a conversation (nothing was done)
  *   io                save_slots could not write a file (disk full, permissions); its temporary is removed
  *   out_of_memory     an allocation failed
  *   internal          anything else: a bug, or a filesystem error outside the checked paths
@@ -40,7 +41,7 @@
    native.py checks it when it loads the library and refuses another version with an error that says
    to rebuild (`make setup`), instead of failing later in a confusing way. Bump it with every change to
    this file that a caller relies on: a function, its arguments, a key or its meaning. */
-enum { LLAMA_LSP_ABI_VERSION = 1 };
+enum { LLAMA_LSP_ABI_VERSION = 2 };
 
 /* The interface version the library was built with (LLAMA_LSP_ABI_VERSION of its header). Thread-safe;
    may be called before anything else. */
@@ -79,12 +80,14 @@ void llama_lsp_set_log_callback(llama_lsp_log_cb callback, void * user_data);
      "n_slots"          conversations cached at once (default 4, clamped to 1..64)
      "n_threads"        threads for decoding one token (default 0: half the cores, at most 4)
      "n_threads_batch"  threads for reading a prompt (default 0: as n_threads)
-     "prefill_chunk"    prompts are evaluated in chunks that end at multiples of this many tokens
+     "prefill_chunk"    prompts are evaluated in chunks that start before each token that opens a chat
+                        message (info's "message_start") and are at most this many tokens long
                         (default 64, clamped to 1..2048; llama.cpp's batch is max(512, prefill_chunk))
-     "exact_reuse"      true (default): reuse a cached prefix only up to a prefill_chunk boundary and drop
-                        the cells written while answering, so that a greedy answer is the same whatever
-                        the cache held; false: reuse the whole common prefix, answer included, and read
-                        prompts in llama.cpp-batch-sized chunks (faster, not bit-exact)
+     "exact_reuse"      true (default): reuse a cached prefix only up to a chunk boundary (where a cold
+                        run would cut the prompt too) and drop the cells written while answering, so that
+                        a greedy answer is the same whatever the cache held; false: reuse the whole
+                        common prefix, answer included, and read prompts in llama.cpp-batch-sized
+                        chunks (faster, not bit-exact)
      "cache_key"        a string naming the model file (e.g. a hash of its path, size and mtime); part of
                         the fingerprint of saved slots, so that a changed file invalidates them
      "n_gpu_layers"     layers to offload to a GPU backend, if the library was built with one (default 0)
@@ -114,6 +117,12 @@ llama_lsp_engine * llama_lsp_open(const char * model_path, const char * options_
      "slot"                 the conversation key: requests with the same key come back to the same slot.
                             "" or missing: the unnamed slot holding the longest common prefix, else a free
                             or the least recently used one
+     "warm"                 true: only fill the cache: the messages are rendered without the generation
+                            prompt (or the raw prompt taken as is) and evaluated, nothing is answered; the
+                            result has empty content and "finish_reason" "stop" (or "cancelled": the chunks
+                            read until then stay cached)
+     "background"           true: the request may take only a free slot or one that background requests
+                            used last, never evict a conversation's ("no_slot" error otherwise)
      "debug_fail_prefill_after_chunks"  tests only: k; prompt chunk number k (from 0) goes into the
                             cache, then the call fails with "decode_failed" as if llama.cpp had failed
      "debug_cancel_prefill_after_chunks"  tests only: k; a cancel arrives as soon as k chunks of the
@@ -125,7 +134,8 @@ llama_lsp_engine * llama_lsp_open(const char * model_path, const char * options_
    "tokens": [the answer's token ids], "stats": {"n_prompt", "n_common" (prompt tokens the cache held),
    "n_reused" (kept without evaluation), "n_evaluated", "n_generated", "t_match_ms", "t_prefill_ms",
    "t_first_token_ms", "t_decode_ms", "slot" (the slot's index)}}, or an error object.
-   A cancelled call returns a result, not an error. Whatever happens, the slot's cache never falls out
+   A cancelled call returns a result, not an error, and keeps the prompt's chunks read before the cancel
+   in the slot (a later request continues from them). Whatever happens, the slot's cache never falls out
    of step with its record: what cannot be vouched for is cleared. */
 char * llama_lsp_generate(llama_lsp_engine * engine, const char * request_json,
                           llama_lsp_piece_cb on_piece, void * user_data);
@@ -163,7 +173,7 @@ char * llama_lsp_restore_slots(llama_lsp_engine * engine, const char * directory
 
 /* Describes the model, the context and the slots: {"version", "model_path", "model_desc", "n_params",
    "model_size", "n_ctx" (all slots), "n_ctx_slot", "n_ctx_train", "n_threads", "n_threads_batch",
-   "prefill_chunk", "exact_reuse", "can_reuse" (false for recurrent or hybrid models: every request
+   "prefill_chunk", "message_start" (the token that starts a chunk, or -1), "exact_reuse", "can_reuse" (false for recurrent or hybrid models: every request
    starts cold), "slots": [{"id", "key", "n_tokens", "last_used"}], "n_saved" (slots known on disk, not
    loaded yet), "fingerprint"}. */
 char * llama_lsp_info(llama_lsp_engine * engine);

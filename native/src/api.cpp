@@ -170,6 +170,7 @@ std::unique_ptr<llama_lsp_engine> open_engine(const char * model_path, const jso
     } catch (const std::exception & ex) {
         throw engine_error("model_load", std::string("the model's chat template could not be read: ") + ex.what());
     }
+    engine->message_start = message_start_token(*engine);
     for (int32_t i = 0; i < n_slots; i++) {
         slot s;
         s.id = i;
@@ -197,6 +198,7 @@ json engine_info(llama_lsp_engine & e) {
         {"n_threads", e.n_threads},
         {"n_threads_batch", e.n_threads_batch},
         {"prefill_chunk", e.prefill_chunk},
+        {"message_start", e.message_start},
         {"exact_reuse", e.exact_reuse},
         {"can_reuse", e.can_trim},
         {"slots", slots},

@@ -61,6 +61,30 @@ json tool_calls_json(const std::vector<common_chat_tool_call> & calls) {
 
 }  // namespace
 
+llama_token message_start_token(llama_lsp_engine & e) {
+    common_chat_templates_inputs inputs;
+    common_chat_msg probe;
+    probe.role = "user";
+    probe.content = "x";
+    inputs.messages = {probe};
+    inputs.add_generation_prompt = true;
+    inputs.use_jinja = true;
+    inputs.enable_thinking = false;
+    std::string generation_prompt;
+    try {
+        generation_prompt = common_chat_templates_apply(e.templates.get(), inputs).generation_prompt;
+    } catch (const std::exception & ex) {
+        log_warning("llama-lsp: the chat template failed on a probe (%s); prompts are cut every %d tokens\n",
+                    ex.what(), e.prefill_chunk);
+        return LLAMA_TOKEN_NULL;
+    }
+    auto tokens = common_tokenize(e.vocab, generation_prompt, /*add_special=*/false, /*parse_special=*/true);
+    if (tokens.empty() || !(llama_vocab_get_attr(e.vocab, tokens[0]) & LLAMA_TOKEN_ATTR_CONTROL)) {
+        return LLAMA_TOKEN_NULL;
+    }
+    return tokens[0];
+}
+
 std::string tool_call_opener(const common_chat_params & chat) {
     for (const auto & trigger : chat.grammar_triggers) {
         if (trigger.type == COMMON_GRAMMAR_TRIGGER_TYPE_WORD && !trigger.value.empty()) {
@@ -72,6 +96,7 @@ std::string tool_call_opener(const common_chat_params & chat) {
 
 prepared_prompt prepare(llama_lsp_engine & e, const json & request) {
     prepared_prompt p;
+    p.warm = get_or<bool>(request, "warm", false);
     if (request.contains("prompt")) {
         if (!request["prompt"].is_string()) {
             throw engine_error("invalid_request", "prompt must be a string");
@@ -92,7 +117,7 @@ prepared_prompt prepare(llama_lsp_engine & e, const json & request) {
         }
         inputs.tool_choice = parse_tool_choice(request);
         inputs.parallel_tool_calls = get_or<bool>(request, "parallel_tool_calls", false);
-        inputs.add_generation_prompt = true;
+        inputs.add_generation_prompt = !p.warm;
         inputs.use_jinja = true;
         inputs.enable_thinking = false;
         if (inputs.tools.empty()) {
@@ -116,7 +141,7 @@ prepared_prompt prepare(llama_lsp_engine & e, const json & request) {
         }
         // Small models rarely open a call on their own even when one is required: write the opener
         // for them, so the grammar takes over from the first generated token.
-        if (inputs.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED) {
+        if (inputs.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED && !p.warm) {
             // The required-mode grammar has no trigger; the auto-mode rendering names the opener.
             common_chat_templates_inputs auto_inputs = inputs;
             auto_inputs.tool_choice = COMMON_CHAT_TOOL_CHOICE_AUTO;

@@ -7,10 +7,14 @@
 // the slot empty, never out of step with its cells.
 //
 // Exact reuse. Logits depend on how a prompt is cut into batches, so by default every evaluation is
-// cut at fixed absolute positions (multiples of prefill_chunk), reuse stops at the last such boundary
-// inside the common prefix, and the KV written while decoding (one token at a time) is dropped after
-// the answer. A warm run then computes every position in the same chunk, in the same cells, as a cold
-// run would, and a greedy answer cannot depend on what the cache held before.
+// cut where its own tokens say (chunk_end in slots.cpp): before each token that opens a chat message,
+// and every prefill_chunk tokens after that. Where a prompt is cut depends only on the tokens before
+// the cut, so a warm run cuts the shared prefix exactly where a cold run does; reuse stops at such a
+// cut inside the common prefix, and the KV written while decoding (one token at a time) is dropped
+// after the answer. A warm run then computes every position in the same chunk, in the same cells, as
+// a cold run would, and a greedy answer cannot depend on what the cache held before. Because messages
+// start chunks, a follow-up evaluates exactly its new messages, and a cache warmed with a
+// conversation's messages (a "warm" request) holds exactly what the next question will reuse.
 //
 // Who owns what:
 //   api.cpp          the C functions of llama_lsp.h, JSON in and out, opening the model, the log; the
@@ -91,6 +95,7 @@ struct slot {
     std::string key;                  // the name requests use to come back to it ("" = none)
     std::vector<llama_token> tokens;  // exactly what the KV cache holds for this sequence
     uint64_t last_used = 0;
+    bool background = false;  // last used by a background request, so background requests may take it
 };
 
 // A slot saved on disk, loaded only when a request would reuse it.
@@ -115,6 +120,7 @@ struct llama_lsp_engine {
     uint64_t clock = 0;
     int32_t prefill_chunk = 64;
     bool exact_reuse = true;
+    llama_token message_start = LLAMA_TOKEN_NULL;  // the token that opens every chat message, if any
     bool can_trim = true;  // false for recurrent/hybrid memory: every request starts from scratch
     int32_t n_threads = 1;
     int32_t n_threads_batch = 2;
@@ -137,8 +143,14 @@ struct llama_lsp_engine {
     // Keeps the first n tokens of the slot; clears it if the memory cannot be trimmed exactly.
     void trim_slot(llama_lsp::slot & s, size_t n);
 
-    // The number of cached tokens a prompt may keep, given its common prefix with the cache.
-    size_t reusable(size_t n_common, size_t n_prompt) const;
+    // Where the chunk that starts at `from` (a cut) ends: at the next message start, after
+    // prefill_chunk tokens, or at the end of the tokens.
+    size_t chunk_end(const std::vector<llama_token> & tokens, size_t from) const;
+
+    // How many of `cached` (cells evaluated earlier, cut by the same rule) `prompt` may keep without
+    // evaluating them: at most `limit`, and for exact reuse only up to a cut that both share.
+    size_t reusable(const std::vector<llama_token> & prompt, const std::vector<llama_token> & cached,
+                    size_t limit) const;
 };
 
 namespace llama_lsp {
@@ -148,12 +160,15 @@ namespace llama_lsp {
 size_t common_prefix(const std::vector<llama_token> & a, const std::vector<llama_token> & b);
 
 // Picks the slot for a request: the one named for it, else (for unnamed requests) the one holding the
-// longest common prefix, else a free or least-recently-used one.
-slot & pick_slot(llama_lsp_engine & e, const std::string & key, const std::vector<llama_token> & prompt);
+// longest common prefix, else a free or least-recently-used one. A background request takes only a
+// free slot or one that background requests used last, and throws "no_slot" when there is none:
+// warming never evicts a conversation.
+slot & pick_slot(llama_lsp_engine & e, const std::string & key, const std::vector<llama_token> & prompt,
+                 bool background);
 
-// Gives the target slot the longest available prefix of the prompt: its own, a fork of another slot's
-// cells, or a saved state from disk.
-void share_prefix(llama_lsp_engine & e, slot & target, const std::vector<llama_token> & prompt);
+// Gives the target slot the longest available prefix of the prompt that it may keep (at most `limit`
+// tokens): its own, a fork of another slot's cells, or a saved state from disk.
+void share_prefix(llama_lsp_engine & e, slot & target, const std::vector<llama_token> & prompt, size_t limit);
 
 // Invalidates a slot unless the happy path commits: no failure can leave the cache out of step with
 // the slot's record of its tokens.
@@ -196,6 +211,7 @@ struct prepared_prompt {
     common_chat_params chat;
     common_chat_parser_params parse_params;  // loaded once per request, in prepare()
     std::string forced_prefix;  // text forced at the start of the answer (the tool-call opener)
+    bool warm = false;          // rendered without the generation prompt: evaluated, not answered
 };
 
 // Renders and tokenizes a request: {"prompt"} as is, or {"messages", "tools", ...} through the model's
@@ -204,6 +220,10 @@ prepared_prompt prepare(llama_lsp_engine & e, const json & request);
 
 // The sampler's settings: the request's, plus the template's tool-call grammar when tools are on.
 common_params_sampling sampling_params(llama_lsp_engine & e, const json & request, const prepared_prompt & p);
+
+// The token that opens every message in the model's chat template (the first token of its generation
+// prompt, when that is a control token such as <|im_start|>); LLAMA_TOKEN_NULL if there is none.
+llama_token message_start_token(llama_lsp_engine & e);
 
 // The literal a model writes to open a tool call, taken from the template's own grammar triggers.
 std::string tool_call_opener(const common_chat_params & chat);

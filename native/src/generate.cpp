@@ -2,8 +2,8 @@
 //
 //   read_request  everything the request asks for, checked before any slot is touched
 //   match         pick a slot and find the reusable prefix of the prompt (slots.cpp)
-//   prefill       evaluate the rest of the prompt in chunks cut at fixed absolute positions
-//   decode        sample, stream, feed each token back
+//   prefill       evaluate the rest of the prompt in chunks cut where its tokens say (engine.h)
+//   decode        sample, stream, feed each token back (not for a "warm" request)
 //   answer        parse the raw answer into content and tool calls; the result object
 //   commit        keep only what the cells hold and a later request may safely reuse
 //
@@ -54,6 +54,7 @@ struct generation {
     std::vector<std::string> stops;
     sampler_ptr sampler;
     std::string key;             // the slot the request names ("" = any)
+    bool background = false;     // may not evict a conversation (pick_slot)
     int fail_after_chunks = -1;    // a fault injected by the tests: debug_fail_prefill_after_chunks
     int cancel_after_chunks = -1;  // a cancel injected by the tests: debug_cancel_prefill_after_chunks
 
@@ -89,6 +90,13 @@ void read_request(llama_lsp_engine & e, const json & request, generation & g) {
         throw engine_error("invalid_request", "max_tokens must be positive");
     }
     g.max_tokens = (int32_t) std::min<size_t>((size_t) max_tokens, n_ctx - g.n_prompt);
+    g.key = get_or<std::string>(request, "slot", "");
+    g.background = get_or<bool>(request, "background", false);
+    g.fail_after_chunks = get_or<int>(request, "debug_fail_prefill_after_chunks", -1);
+    g.cancel_after_chunks = get_or<int>(request, "debug_cancel_prefill_after_chunks", -1);
+    if (g.p.warm) {
+        return;  // nothing is sampled
+    }
     g.stops = g.p.chat.additional_stops;
     if (request.contains("stop")) {
         for (const auto & s : request["stop"]) {
@@ -101,32 +109,36 @@ void read_request(llama_lsp_engine & e, const json & request, generation & g) {
     if (!g.sampler) {
         throw engine_error("invalid_request", "could not build the sampler (bad grammar?)");
     }
-    g.fail_after_chunks = get_or<int>(request, "debug_fail_prefill_after_chunks", -1);
-    g.cancel_after_chunks = get_or<int>(request, "debug_cancel_prefill_after_chunks", -1);
-    g.key = get_or<std::string>(request, "slot", "");
 }
 
 // Picks a slot, gives it the best cached prefix, drops the rest of what it held.
 slot & match(llama_lsp_engine & e, generation & g) {
-    slot & s = pick_slot(e, g.key, g.p.tokens);
+    slot & s = pick_slot(e, g.key, g.p.tokens, g.background);
+    if (s.key != g.key || g.key.empty()) {
+        s.background = g.background;  // a new owner; warming a conversation's own slot keeps it its own
+    }
     s.key = g.key;
     s.last_used = ++e.clock;
-    share_prefix(e, s, g.p.tokens);
+    // An answer needs the logits of the prompt's last token, so that one is always evaluated; a warm
+    // request only fills the cache.
+    const size_t limit = g.p.warm ? g.n_prompt : g.n_prompt - 1;
+    share_prefix(e, s, g.p.tokens, limit);
     g.n_common = common_prefix(s.tokens, g.p.tokens);
-    e.trim_slot(s, e.reusable(g.n_common, g.n_prompt));
+    e.trim_slot(s, e.reusable(g.p.tokens, s.tokens, limit));
     g.n_reused = s.tokens.size();  // trimming may have had to clear the slot
     g.t_match_ms = ms_since(g.t_start);
     return s;
 }
 
-// Evaluates the prompt after the reused prefix, chunk by chunk; a chunk ends at the next multiple of
-// `chunk`, so a warm run cuts the prompt where a cold run does. Stops early when cancelled.
-void prefill(llama_lsp_engine & e, generation & g, slot & s, llama_batch & batch, int32_t chunk) {
+// Evaluates the prompt after the reused prefix, chunk by chunk, cut where a cold run cuts it; the
+// slot's record grows with each chunk. Stops early when cancelled: the chunks done stay valid.
+void prefill(llama_lsp_engine & e, generation & g, slot & s, llama_batch & batch) {
     const auto t_prefill_start = steady::now();
+    const size_t n_batch = llama_n_batch(e.ctx);
     g.pos = g.n_reused;
     int chunks_done = 0;
     while (g.pos < g.n_prompt) {
-        size_t end = std::min(g.n_prompt, (g.pos / (size_t) chunk + 1) * (size_t) chunk);
+        size_t end = e.exact_reuse ? e.chunk_end(g.p.tokens, g.pos) : std::min(g.n_prompt, g.pos + n_batch);
         batch.n_tokens = 0;
         for (size_t i = g.pos; i < end; i++) {
             add_to_batch(batch, g.p.tokens[i], (llama_pos) i, s.id, i == g.n_prompt - 1);
@@ -144,6 +156,7 @@ void prefill(llama_lsp_engine & e, generation & g, slot & s, llama_batch & batch
                                                     " while reading the prompt");
         }
         chunks_done++;
+        s.tokens.insert(s.tokens.end(), g.p.tokens.begin() + (long) g.pos, g.p.tokens.begin() + (long) end);
         g.pos = end;
         if (chunks_done == g.cancel_after_chunks) {
             e.cancel_requested.store(true);  // as if another thread had cancelled just now
@@ -154,11 +167,6 @@ void prefill(llama_lsp_engine & e, generation & g, slot & s, llama_batch & batch
         }
     }
     g.t_prefill_ms = ms_since(t_prefill_start);
-    if (g.pos == g.n_prompt) {
-        // The cells now hold the whole prompt, also when a cancel came right after its last chunk:
-        // commit keeps them then, so the record must say so.
-        s.tokens = g.p.tokens;
-    }
 }
 
 // Samples, streams and feeds back one token at a time until the answer ends, is cut short, or fails.
@@ -213,6 +221,16 @@ void decode(llama_lsp_engine & e, generation & g, slot & s, llama_batch & batch,
     g.t_decode_ms = g.generated.empty() ? 0.0 : ms_since(t_decode_start);
 }
 
+json stats_json(const generation & g, const slot & s) {
+    return {
+        {"n_prompt", g.n_prompt},           {"n_common", g.n_common},
+        {"n_reused", g.n_reused},           {"n_evaluated", g.pos - g.n_reused},
+        {"n_generated", g.generated.size()}, {"t_match_ms", g.t_match_ms},
+        {"t_prefill_ms", g.t_prefill_ms},   {"t_first_token_ms", g.t_first_token_ms},
+        {"t_decode_ms", g.t_decode_ms},     {"slot", s.id},
+    };
+}
+
 // The result object: the parsed answer, why it ended, its tokens and the request's counters.
 json answer(generation & g, const json & request, const slot & s, piece_streamer & streamer) {
     json result;
@@ -228,13 +246,7 @@ json answer(generation & g, const json & request, const slot & s, piece_streamer
         result["error_message"] = g.error_message;
     }
     result["tokens"] = g.generated;
-    result["stats"] = {
-        {"n_prompt", g.n_prompt},           {"n_common", g.n_common},
-        {"n_reused", g.n_reused},           {"n_evaluated", g.pos - g.n_reused},
-        {"n_generated", g.generated.size()}, {"t_match_ms", g.t_match_ms},
-        {"t_prefill_ms", g.t_prefill_ms},   {"t_first_token_ms", g.t_first_token_ms},
-        {"t_decode_ms", g.t_decode_ms},     {"slot", s.id},
-    };
+    result["stats"] = stats_json(g, s);
     return result;
 }
 
@@ -247,11 +259,21 @@ void commit(llama_lsp_engine & e, const generation & g, slot & s, cache_guard & 
             e.trim_slot(s, g.n_prompt);  // KV written one token at a time differs from a prompt evaluation
         }
         guard.commit();
-    } else if (finish == "cancelled" && g.pos >= g.n_prompt) {
-        // cancelled while answering: the prompt's cells are complete and safe to keep
-        e.trim_slot(s, g.n_prompt);
+    } else if (finish == "cancelled") {
+        // The chunks read before the cancel are complete and safe to keep; an aborted chunk is not,
+        // nor is anything written while answering.
+        e.trim_slot(s, g.pos);
         guard.commit();
     }
+}
+
+// The result of a warm request: nothing answered, the prompt (or as much of it as was read) cached.
+json warm_result(const generation & g, const slot & s) {
+    return {{"content", ""},
+            {"tool_calls", json::array()},
+            {"finish_reason", g.finish_reason},
+            {"tokens", json::array()},
+            {"stats", stats_json(g, s)}};
 }
 
 }  // namespace
@@ -271,9 +293,13 @@ json generate(llama_lsp_engine & e, const json & request, llama_lsp_piece_cb on_
     cache_guard guard(e, s);
     abort_scope aborting{e};
 
-    const int32_t chunk = e.exact_reuse ? e.prefill_chunk : (int32_t) llama_n_batch(e.ctx);
-    batch_holder holder(std::max<int32_t>(chunk, 1));
-    prefill(e, g, s, holder.batch, chunk);
+    batch_holder holder((int32_t) llama_n_batch(e.ctx));
+    prefill(e, g, s, holder.batch);
+    if (g.p.warm) {
+        json result = warm_result(g, s);
+        commit(e, g, s, guard);
+        return result;
+    }
 
     std::vector<std::string> openers;
     std::string opener = tool_call_opener(g.p.chat);

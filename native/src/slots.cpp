@@ -28,15 +28,41 @@ void llama_lsp_engine::trim_slot(slot & s, size_t n) {
     s.tokens.resize(n);
 }
 
-size_t llama_lsp_engine::reusable(size_t n_common, size_t n_prompt) const {
-    if (!can_trim || n_prompt == 0) {
+size_t llama_lsp_engine::chunk_end(const std::vector<llama_token> & tokens, size_t from) const {
+    const size_t end = std::min(tokens.size(), from + (size_t) prefill_chunk);
+    for (size_t i = from + 1; i < end; i++) {
+        if (tokens[i] == message_start) {
+            return i;
+        }
+    }
+    return end;
+}
+
+size_t llama_lsp_engine::reusable(const std::vector<llama_token> & prompt, const std::vector<llama_token> & cached,
+                                  size_t limit) const {
+    if (!can_trim) {
         return 0;
     }
-    size_t keep = std::min(n_common, n_prompt - 1);  // always evaluate at least one token
-    if (exact_reuse) {
-        keep -= keep % (size_t) prefill_chunk;
+    const size_t n_common = common_prefix(prompt, cached);
+    const size_t n = std::min(n_common, limit);
+    if (!exact_reuse) {
+        return n;
     }
-    return keep;
+    // The cuts of both token lists agree before n_common, since each depends only on the tokens before
+    // it. At n_common itself the prompt may cut (before a message start, or where it ends) while the
+    // cache's chunk ran on past it: then only the cut before is shared.
+    size_t cut = 0;
+    size_t previous = 0;
+    while (true) {
+        size_t next = chunk_end(prompt, cut);
+        if (next > n || next == cut) break;
+        previous = cut;
+        cut = next;
+    }
+    if (cut == n_common && cut < cached.size() && chunk_end(cached, previous) != cut) {
+        return previous;
+    }
+    return cut;
 }
 
 namespace llama_lsp {
@@ -50,12 +76,13 @@ size_t common_prefix(const std::vector<llama_token> & a, const std::vector<llama
     return i;
 }
 
-slot & pick_slot(llama_lsp_engine & e, const std::string & key, const std::vector<llama_token> & prompt) {
+slot & pick_slot(llama_lsp_engine & e, const std::string & key, const std::vector<llama_token> & prompt,
+                 bool background) {
     if (!key.empty()) {
         for (auto & s : e.slots) {
             if (s.key == key) return s;
         }
-    } else {
+    } else if (!background) {
         slot * best = nullptr;
         size_t best_common = 0;
         for (auto & s : e.slots) {
@@ -67,53 +94,57 @@ slot & pick_slot(llama_lsp_engine & e, const std::string & key, const std::vecto
         }
         if (best && best->key.empty()) return *best;
     }
-    slot * victim = &e.slots[0];
+    slot * victim = nullptr;
     for (auto & s : e.slots) {
         if (s.tokens.empty() && s.key.empty()) return s;
-        if (s.last_used < victim->last_used) victim = &s;
+        if (background && !s.background) continue;
+        if (!victim || s.last_used < victim->last_used) victim = &s;
+    }
+    if (!victim) {
+        throw engine_error("no_slot", "every slot holds a conversation; background work does not evict one");
     }
     return *victim;
 }
 
-void share_prefix(llama_lsp_engine & e, slot & target, const std::vector<llama_token> & prompt) {
-    size_t own = common_prefix(target.tokens, prompt);
+void share_prefix(llama_lsp_engine & e, slot & target, const std::vector<llama_token> & prompt, size_t limit) {
     if (!e.can_trim) {
         return;
     }
+    const size_t own = e.reusable(prompt, target.tokens, limit);
     slot * donor = nullptr;
-    size_t donor_common = own;
+    size_t from_donor = own;
     for (auto & s : e.slots) {
         if (&s == &target) continue;
-        size_t n = common_prefix(s.tokens, prompt);
-        if (n > donor_common) {
+        size_t n = e.reusable(prompt, s.tokens, limit);
+        if (n > from_donor) {
             donor = &s;
-            donor_common = n;
+            from_donor = n;
         }
     }
     const saved_slot * from_disk = nullptr;
-    size_t disk_common = std::max(own, donor_common);
+    size_t disk_common = std::max(own, from_donor);
     for (const auto & saved : e.saved) {
-        size_t n = common_prefix(saved.tokens, prompt);
+        size_t n = e.reusable(prompt, saved.tokens, limit);
         bool named_for_it = !target.key.empty() && saved.key == target.key && own == 0;
         if (n > disk_common || (named_for_it && n > 0 && n >= disk_common)) {
             from_disk = &saved;
             disk_common = n;
         }
     }
-    if (from_disk && e.reusable(disk_common, prompt.size()) > e.reusable(std::max(own, donor_common), prompt.size())) {
+    if (from_disk && disk_common > std::max(own, from_donor)) {
         saved_slot saved = *from_disk;
         e.saved.erase(e.saved.begin() + (from_disk - e.saved.data()));  // a file that fails once fails again
         e.clear_slot(target);
         load_saved_slot(e, target, saved);  // on failure the prompt is evaluated cold
         return;
     }
-    if (donor && e.reusable(donor_common, prompt.size()) > e.reusable(own, prompt.size())) {
+    if (donor && from_donor > own) {
         // Slots live in separate streams, so the copy is of the donor's whole stream (a memcpy at
         // the next decode), then trimmed to the shared prefix.
         e.clear_slot(target);
         llama_memory_seq_cp(e.memory(), donor->id, target.id, -1, -1);
         target.tokens = donor->tokens;
-        e.trim_slot(target, donor_common);
+        e.trim_slot(target, from_donor);
     }
 }
 

@@ -23,7 +23,8 @@ std::string llama_lsp_engine::fingerprint() const {
     llama_model_desc(model, desc, sizeof(desc));
     return std::string("llama-lsp ") + k_version + "; llama.cpp " + LLAMA_LSP_SOURCE_ID + "; " + desc + "; params " +
            std::to_string(llama_model_n_params(model)) + "; size " + std::to_string(llama_model_size(model)) +
-           "; key " + cache_key;
+           "; key " + cache_key + "; cuts " + std::to_string(prefill_chunk) + "/" + std::to_string(message_start) +
+           (exact_reuse ? " exact" : " fast");
 }
 
 namespace {

@@ -68,9 +68,11 @@ local UNCHECKED = {
 }
 
 ---An in-process server (`vim.lsp.start` takes a function as `cmd`): `replies[method]` is the result, or a
----function of the params that returns it. It records what it was sent.
+---function of the params that returns it. It records what it was sent; `fake.dispatchers` sends to the
+---client (`fake.dispatchers.notification(method, params)`).
 local fake = { replies = {}, requests = {}, notifications = {} }
 local function fake_server(dispatchers)
+  fake.dispatchers = dispatchers
   local closing, next_id = false, 0
   local function exit(signal)
     if not closing then
@@ -198,7 +200,7 @@ end)
 offline_step("setup passes the verify settings to the server", function()
   llama.setup({
     filetypes = { "python" },
-    init_options = { verifyCommand = "pytest -q {file}", verifyTimeout = 30, maxVerifyAttempts = 2 },
+    init_options = { verifyCommand = "pytest -q {file}", verifyTimeout = 30, maxVerifyAttempts = 2, warm = false },
   })
   -- setup() only takes a command list; the stand-in goes in behind it.
   require("llama_lsp.config").options.cmd = fake_server
@@ -216,6 +218,7 @@ offline_step("setup passes the verify settings to the server", function()
   local sent = init.params.initializationOptions
   assert(sent.verifyCommand == "pytest -q {file}" and sent.verifyTimeout == 30, vim.inspect(sent))
   assert(sent.maxVerifyAttempts == 2, vim.inspect(sent))
+  assert(sent.warm == false, "the warm setting did not reach the server: " .. vim.inspect(sent))
   assert(vim.deep_equal(llama.client_for(fake_buf).settings.llamaLsp, sent), "workspace/configuration differs")
   -- Left out of a later setup(), verifyCommand is turned off in the running server, not kept.
   llama.setup({ filetypes = { "python" }, init_options = { verifyTimeout = 30 } })
@@ -348,6 +351,81 @@ offline_step("code actions tell whether their edit was checked", function()
   for _, message in ipairs(seen) do
     assert(message.level == levels.WARN and message.msg:find(FAILED.summary, 1, true), vim.inspect(seen))
   end
+end)
+
+offline_step("the statusline says whether the buffer is warm", function()
+  local client = assert(llama.client_for(fake_buf))
+  -- A second buffer of the same server, whose name needs percent-encoding in its URI.
+  local other_path = vim.fs.dirname(vim.api.nvim_buf_get_name(fake_buf)) .. "/other file.py"
+  vim.fn.writefile({ "x = 1" }, other_path)
+  vim.cmd.edit(vim.fn.fnameescape(other_path))
+  local other_buf = vim.api.nvim_get_current_buf()
+  wait_for("the second buffer to attach", 5000, function()
+    local c = llama.client_for(other_buf)
+    return c ~= nil and c.id == client.id
+  end)
+  -- The URIs exactly as the client opened them: what the server sends back in `warm`.
+  local opened = {}
+  for _, n in ipairs(fake.notifications) do
+    if n.method == "textDocument/didOpen" then
+      opened[n.params.textDocument.uri] = true
+    end
+  end
+  local uri, other_uri = vim.uri_from_bufnr(fake_buf), vim.uri_from_bufnr(other_buf)
+  assert(opened[uri] and opened[other_uri], vim.inspect({ opened = opened, uri = uri, other = other_uri }))
+  assert(other_uri:find("%20", 1, true), other_uri)
+
+  local heard = {}
+  local group = vim.api.nvim_create_augroup("llama_lsp_test_status", { clear = true })
+  vim.api.nvim_create_autocmd("User", {
+    group = group,
+    pattern = "LlamaLspStatus",
+    callback = function(args)
+      table.insert(heard, args.data)
+    end,
+  })
+  ---Feed the client's `assistant/status` handler a notification, as the server sends it.
+  local function status(params)
+    local before = #heard
+    fake.dispatchers.notification("assistant/status", params)
+    wait_for("the status notification to be handled", 5000, function()
+      return #heard > before
+    end)
+  end
+
+  status({ state = "ready", message = "m ready", warm = { uri } })
+  assert(vim.deep_equal(heard[#heard].warm, { uri }), vim.inspect(heard[#heard]))
+  assert(llama.statusline(fake_buf) == "llama: ready, warm", llama.statusline(fake_buf))
+  assert(llama.statusline(other_buf) == "llama: ready", llama.statusline(other_buf))
+  assert(llama.is_warm(fake_buf) == true and llama.is_warm(other_buf) == false)
+  assert(llama.status(fake_buf).buffer_warm == true and llama.status(other_buf).buffer_warm == false)
+  -- The default is the current buffer (other_buf now).
+  assert(llama.statusline() == "llama: ready" and llama.is_warm() == false, llama.statusline())
+  vim.cmd.buffer(fake_buf)
+  assert(llama.statusline() == "llama: ready, warm", llama.statusline())
+
+  -- The list changes: a status says so; the cache reuse and the warmth show together.
+  local stats = { nPrompt = 200, nReused = 150, nGenerated = 3 }
+  status({ state = "ready", lastStats = stats, warm = { other_uri, uri } })
+  assert(llama.statusline(fake_buf) == "llama: 75% cached, warm", llama.statusline(fake_buf))
+  assert(llama.statusline(other_buf) == "llama: 75% cached, warm", llama.statusline(other_buf))
+  status({ state = "busy", queue = 1, warm = { other_uri } })
+  assert(llama.statusline(fake_buf) == "llama: busy", llama.statusline(fake_buf))
+  assert(llama.statusline(other_buf) == "llama: busy, warm", llama.statusline(other_buf))
+  status({ state = "ready", warm = {} })
+  assert(llama.statusline(other_buf) == "llama: ready" and llama.is_warm(other_buf) == false)
+  -- Reloading: no list, so nothing is known to be warm.
+  status({ state = "ready", warm = { uri } })
+  status({ state = "loading", message = "loading m" })
+  assert(llama.statusline(fake_buf) == "llama: loading", llama.statusline(fake_buf))
+  assert(llama.is_warm(fake_buf) == nil and llama.status(fake_buf).buffer_warm == nil)
+  -- A buffer no server serves is not warm, whatever the list says.
+  vim.cmd.enew()
+  assert(llama.is_warm() == nil)
+  vim.cmd.buffer(fake_buf)
+  status({ state = "ready", warm = { uri } })
+  assert(llama.statusline(fake_buf) == "llama: ready, warm", llama.statusline(fake_buf))
+  vim.api.nvim_del_augroup_by_id(group)
 end)
 
 offline_step("the stand-in stops", function()

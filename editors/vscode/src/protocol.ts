@@ -130,6 +130,12 @@ export interface StatusParams {
   lastStats?: TurnStats;
   /** With `error`: the catalogue model whose installation is the fix. */
   installModel?: string;
+  /**
+   * The open documents whose prompt is in the model's cache now (background warming, the `warm`
+   * setting), by URI exactly as the client opened them: a first question about one evaluates only the
+   * question. Present in every notification once the model is ready; a change to it sends one.
+   */
+  warm?: string[];
 }
 
 export interface StatsResult {
@@ -199,6 +205,11 @@ export interface InitializationOptions {
   verifyCommand?: string;
   verifyTimeout: number;
   maxVerifyAttempts: number;
+  /**
+   * Warm the model's cache in the background: an open document's prompt, and each answer for its
+   * follow-up. Off: the model runs only when asked.
+   */
+  warm: boolean;
 }
 
 export const SECTION = 'llamaLsp';

@@ -9,6 +9,7 @@ export const DEFAULT_MODEL = 'qwen2.5-coder-1.5b';
 export const DEFAULT_CONTEXT_SIZE = 8192;
 export const DEFAULT_VERIFY_TIMEOUT = 60;
 export const DEFAULT_MAX_VERIFY_ATTEMPTS = 3;
+export const DEFAULT_WARM = true;
 
 export interface Settings {
   /** Empty: find the server automatically (see serverCommand.ts). */
@@ -20,6 +21,8 @@ export interface Settings {
   verifyCommand: string;
   verifyTimeout: number;
   maxVerifyAttempts: number;
+  /** Warm the cache in the background (open documents, answers for their follow-ups). */
+  warm: boolean;
 }
 
 export interface ConfigReader {
@@ -35,6 +38,7 @@ export function readSettings(config: ConfigReader): Settings {
     verifyCommand: config.get<string>('verifyCommand') ?? '',
     verifyTimeout: config.get<number>('verifyTimeout') ?? DEFAULT_VERIFY_TIMEOUT,
     maxVerifyAttempts: config.get<number>('maxVerifyAttempts') ?? DEFAULT_MAX_VERIFY_ATTEMPTS,
+    warm: config.get<boolean>('warm') ?? DEFAULT_WARM,
   };
 }
 
@@ -51,6 +55,7 @@ export function initializationOptions(settings: Settings, trusted: boolean): Ini
       verifyCommand: settings.verifyCommand,
       verifyTimeout: settings.verifyTimeout,
       maxVerifyAttempts: settings.maxVerifyAttempts,
+      warm: settings.warm,
     },
     trusted,
   );

@@ -15,6 +15,11 @@ export interface ServerStatus {
   queue?: number;
   lastStats?: TurnStats;
   installModel?: string;
+  /**
+   * The open documents (URIs as the client sent them) whose prompt the server has in its cache now;
+   * undefined until the model is ready (the server sends the list with every status from then on).
+   */
+  warm?: string[];
   /** The language client has already told the user (its own notification): do not repeat it. */
   reported?: boolean;
 }
@@ -29,6 +34,7 @@ export function applyStatusNotification(previous: ServerStatus, params: StatusPa
     queue: params.queue,
     lastStats: params.lastStats ?? previous.lastStats,
     installModel: params.installModel,
+    warm: Array.isArray(params.warm) ? params.warm : undefined,
     percent: params.state === 'loading' ? previous.percent : undefined,
   };
 }
@@ -67,9 +73,29 @@ export interface StatusView {
   isError: boolean;
 }
 
-export function statusView(status: ServerStatus): StatusView {
+/** The icon after the status text when the active file is warm. */
+export const WARM_ICON = '$(flame)';
+export const WARM_LINE = 'This file is warm: a first question about it evaluates only the question';
+export const COLD_LINE = 'This file is not cached: a first question about it evaluates the whole file';
+
+/**
+ * Whether the server has `uri`'s prompt in its cache: undefined when that is not known (no file, or the
+ * model not ready).
+ */
+export function isWarm(status: ServerStatus, uri: string | undefined): boolean | undefined {
+  if (uri === undefined || status.warm === undefined) return undefined;
+  if (status.phase !== 'ready' && status.phase !== 'busy') return undefined;
+  return status.warm.includes(uri);
+}
+
+/**
+ * `activeDocument`: the URI (as the client opened it, `uri.toString()`) of the file a question would be
+ * about, whose warmth the view shows.
+ */
+export function statusView(status: ServerStatus, activeDocument?: string): StatusView {
   const details: string[] = [];
   if (status.message) details.push(status.message);
+  const warm = isWarm(status, activeDocument);
   let text: string;
   switch (status.phase) {
     case 'starting':
@@ -81,10 +107,12 @@ export function statusView(status: ServerStatus): StatusView {
     case 'busy':
       text = '$(sync~spin) Llama: busy';
       if (status.queue) details.push(`${status.queue} waiting`);
+      if (warm) text += ` ${WARM_ICON}`;
       break;
     case 'ready': {
       const percent = reusePercent(status.lastStats);
       text = percent === undefined ? '$(check) Llama: ready' : `$(check) Llama: ${percent}% cached`;
+      if (warm) text += ` ${WARM_ICON}`;
       break;
     }
     case 'error':
@@ -94,6 +122,7 @@ export function statusView(status: ServerStatus): StatusView {
       text = '$(circle-slash) Llama: stopped';
       break;
   }
+  if (warm !== undefined) details.push(warm ? WARM_LINE : COLD_LINE);
   if (status.lastStats) details.push(`Last request: ${formatStats(status.lastStats)}`);
   details.push('Click for cache stats');
   return { text, tooltip: details.join('\n'), isError: status.phase === 'error' };

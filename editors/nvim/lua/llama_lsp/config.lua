@@ -21,6 +21,9 @@ local M = {}
 ---                                  the model wrote. `{file}`: the edited file's path. nil, false, "": none
 ---@field verifyTimeout? number      seconds per check (default 60)
 ---@field maxVerifyAttempts? integer checks per request (default 3)
+---@field warm? boolean             warm the cache in the background: an open buffer's prompt when it is
+---                                  opened and after typing pauses, each answer for the follow-up
+---                                  (default true); false: the model runs only when asked
 
 ---@class llama_lsp.Options
 ---@field cmd string[]                  how to start the server

@@ -12,6 +12,8 @@ local M = {}
 ---@field queue? integer
 ---@field last_stats? table  the last request's stats: nPrompt, nReused, nGenerated, ...
 ---@field reuse? number      nReused / nPrompt of the last request, 0..1
+---@field warm? string[]     URIs of the open documents whose prompt is in the cache now (nil until ready)
+---@field buffer_warm? boolean  from status(bufnr) only: whether that buffer is in `warm` (nil: not known)
 
 ---@type table<integer, llama_lsp.Status> by client id
 local statuses = {}
@@ -32,6 +34,8 @@ local function on_status(_, result, ctx)
     queue = result.queue,
     last_stats = result.lastStats,
     reuse = M.reuse_of(result.lastStats),
+    -- Present in every status once the model is ready; a change to it sends a status too.
+    warm = type(result.warm) == "table" and result.warm or nil,
   }
   statuses[ctx.client_id] = status
   last_client_id = ctx.client_id
@@ -143,13 +147,32 @@ function M.setup(opts)
   set_keymaps(config.options.keymaps)
 end
 
----The server's state and the last request's cache reuse, for statuslines.
+---Whether the server has this buffer's prompt in its cache (background warming), so that a first
+---question about it evaluates only the question; nil when that is not known (no server for the buffer,
+---or its model not ready).
+---@param bufnr? integer  default: the current buffer
+---@return boolean?
+function M.is_warm(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local client = M.client_for(bufnr)
+  local status = client and statuses[client.id]
+  if not status or not status.warm or (status.state ~= "ready" and status.state ~= "busy") then
+    return nil
+  end
+  -- The URI as the client opened the buffer (textDocument/didOpen).
+  return vim.tbl_contains(status.warm, vim.uri_from_bufnr(bufnr))
+end
+
+---The server's state, the last request's cache reuse and whether the buffer is warm, for statuslines.
 ---@param bufnr? integer  the buffer whose server to describe (default: current, else the last heard from)
 ---@return llama_lsp.Status
 function M.status(bufnr)
   local client = M.client_for(bufnr)
   if client then
-    return M.client_status(client.id)
+    -- A copy: the stored status is shared by every buffer of the server.
+    local status = vim.tbl_extend("force", {}, M.client_status(client.id))
+    status.buffer_warm = M.is_warm(bufnr)
+    return status
   end
   return statuses[last_client_id] or { state = "stopped" }
 end
@@ -161,15 +184,20 @@ function M.client_status(client_id)
   return statuses[client_id] or { state = "loading" }
 end
 
----A short statusline string such as "llama: ready" or "llama: 96% cached".
+---A short statusline string such as "llama: ready" or "llama: 96% cached", with ", warm" when the
+---buffer's prompt is in the cache.
 ---@param bufnr? integer
 ---@return string
 function M.statusline(bufnr)
   local status = M.status(bufnr)
+  local text = "llama: " .. status.state
   if status.state == "ready" and status.reuse then
-    return string.format("llama: %d%% cached", math.floor(status.reuse * 100 + 0.5))
+    text = string.format("llama: %d%% cached", math.floor(status.reuse * 100 + 0.5))
   end
-  return "llama: " .. status.state
+  if status.buffer_warm then
+    text = text .. ", warm"
+  end
+  return text
 end
 
 return M

@@ -11,6 +11,19 @@ export const stub = {
   messages: [] as string[][],
   choice: undefined as string | undefined,
   statusMessages: [] as string[],
+  /** `window.activeTextEditor`; set it with `setActiveEditor`. */
+  activeTextEditor: undefined as FakeTextEditor | undefined,
+  editorListeners: [] as ((editor: FakeTextEditor | undefined) => unknown)[],
+  /**
+   * Makes a document with this URI (a string such as `file:///a/b.py`) the active editor's, or none,
+   * and fires `onDidChangeActiveTextEditor` as VS Code does.
+   */
+  setActiveEditor(uri: string | undefined, options: { isClosed?: boolean } = {}): FakeTextEditor | undefined {
+    const editor = uri === undefined ? undefined : new FakeTextEditor(new FakeUri(uri), options.isClosed ?? false);
+    stub.activeTextEditor = editor;
+    for (const listener of [...stub.editorListeners]) listener(editor);
+    return editor;
+  },
   reset(): void {
     stub.config = {};
     stub.statusItems = [];
@@ -18,6 +31,8 @@ export const stub = {
     stub.messages = [];
     stub.choice = undefined;
     stub.statusMessages = [];
+    stub.activeTextEditor = undefined;
+    stub.editorListeners = [];
   },
 };
 
@@ -94,7 +109,34 @@ export class FakeStatusBarItem {
   }
 }
 
+/** A URI that prints as given; its scheme is what precedes the first colon. */
+export class FakeUri {
+  readonly scheme: string;
+  constructor(private readonly value: string) {
+    this.scheme = value.slice(0, Math.max(value.indexOf(':'), 0));
+  }
+  toString(): string {
+    return this.value;
+  }
+}
+
+export class FakeTextEditor {
+  readonly document: { uri: FakeUri; isClosed: boolean };
+  constructor(uri: FakeUri, isClosed: boolean) {
+    this.document = { uri, isClosed };
+  }
+}
+
 export const window = {
+  get activeTextEditor(): FakeTextEditor | undefined {
+    return stub.activeTextEditor;
+  },
+  onDidChangeActiveTextEditor(listener: (editor: FakeTextEditor | undefined) => unknown): Disposable {
+    stub.editorListeners.push(listener);
+    return new Disposable(() => {
+      stub.editorListeners = stub.editorListeners.filter((l) => l !== listener);
+    });
+  },
   createStatusBarItem(id: string, alignment: StatusBarAlignment, priority: number): FakeStatusBarItem {
     const item = new FakeStatusBarItem(id, alignment, priority);
     stub.statusItems.push(item);

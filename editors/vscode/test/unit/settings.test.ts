@@ -8,6 +8,7 @@ import {
   DEFAULT_MAX_VERIFY_ATTEMPTS,
   DEFAULT_MODEL,
   DEFAULT_VERIFY_TIMEOUT,
+  DEFAULT_WARM,
   configurationForServer,
   forTrust,
   initializationOptions,
@@ -30,6 +31,7 @@ describe('settings', () => {
       verifyCommand: '',
       verifyTimeout: DEFAULT_VERIFY_TIMEOUT,
       maxVerifyAttempts: DEFAULT_MAX_VERIFY_ATTEMPTS,
+      warm: true,
     });
   });
 
@@ -42,6 +44,7 @@ describe('settings', () => {
       'llamaLsp.verifyCommand': 'python -m pytest -q',
       'llamaLsp.verifyTimeout': 30,
       'llamaLsp.maxVerifyAttempts': 2,
+      'llamaLsp.warm': false,
     };
     const options = initializationOptions(readSettings(vscode.workspace.getConfiguration('llamaLsp')), true);
     assert.deepEqual(options, {
@@ -51,7 +54,20 @@ describe('settings', () => {
       verifyCommand: 'python -m pytest -q',
       verifyTimeout: 30,
       maxVerifyAttempts: 2,
+      warm: false,
     });
+  });
+
+  test('warming is on unless turned off, and goes to the server either way', () => {
+    assert.equal(DEFAULT_WARM, true);
+    const on = initializationOptions(readSettings(vscode.workspace.getConfiguration('llamaLsp')), false);
+    assert.equal(on.warm, true);
+    stub.config = { 'llamaLsp.warm': false };
+    const off = initializationOptions(readSettings(vscode.workspace.getConfiguration('llamaLsp')), false);
+    assert.equal(off.warm, false);
+    // Not a setting that runs workspace code: an untrusted workspace's server gets it too.
+    assert.equal((configurationForServer('llamaLsp', { warm: false }, false) as { warm: boolean }).warm, false);
+    assert.equal(configurationForServer('llamaLsp.warm', false, false), false);
   });
 
   test('an untrusted workspace sends no verifyCommand in initializationOptions', () => {
@@ -71,6 +87,9 @@ describe('settings', () => {
     assert.equal(properties['llamaLsp.verifyCommand'].default, '');
     assert.equal(properties['llamaLsp.verifyTimeout'].default, DEFAULT_VERIFY_TIMEOUT);
     assert.equal(properties['llamaLsp.maxVerifyAttempts'].default, DEFAULT_MAX_VERIFY_ATTEMPTS);
+    assert.equal(properties['llamaLsp.warm'].type, 'boolean');
+    assert.equal(properties['llamaLsp.warm'].default, DEFAULT_WARM);
+    assert.match(properties['llamaLsp.warm'].markdownDescription, /background/);
   });
 
   test("the verify settings have the server's bounds (lsp_server/lsp/settings.py)", () => {

@@ -2,10 +2,13 @@ import assert from 'node:assert/strict';
 import { beforeEach, describe, test } from 'node:test';
 import type { TurnStats } from '../../src/protocol';
 import {
+  COLD_LINE,
+  WARM_LINE,
   applyLoadProgress,
   applyStatusNotification,
   formatStats,
   initialStatus,
+  isWarm,
   reusePercent,
   statsSummary,
   statusView,
@@ -75,6 +78,7 @@ describe('status text', () => {
       queue: 1,
       lastStats: stats,
       installModel: undefined,
+      warm: undefined,
       percent: undefined,
     });
     const error = applyStatusNotification(busy, {
@@ -125,6 +129,57 @@ describe('status text', () => {
   });
 });
 
+describe('warm files', () => {
+  const a = 'file:///work/a%20b.py';
+  const b = 'file:///work/b.py';
+
+  test('a ready or busy server shows a flame for a warm file, and nothing for another', () => {
+    const ready: ServerStatus = { phase: 'ready', warm: [a] };
+    assert.equal(statusView(ready, a).text, '$(check) Llama: ready $(flame)');
+    assert.equal(statusView(ready, b).text, '$(check) Llama: ready');
+    assert.equal(statusView(ready).text, '$(check) Llama: ready');
+    assert.equal(statusView({ ...ready, lastStats: stats }, a).text, '$(check) Llama: 96% cached $(flame)');
+    assert.equal(statusView({ phase: 'busy', warm: [a, b] }, b).text, '$(sync~spin) Llama: busy $(flame)');
+  });
+
+  test('the tooltip says whether the file is warm, and nothing when that is not known', () => {
+    const ready: ServerStatus = { phase: 'ready', warm: [a], lastStats: stats };
+    const lines = (status: ServerStatus, uri?: string): string[] => statusView(status, uri).tooltip.split('\n');
+    assert.deepEqual(lines(ready, a), [WARM_LINE, 'Last request: ' + formatStats(stats), 'Click for cache stats']);
+    assert.match(WARM_LINE, /warm: a first question about it evaluates only the question/);
+    assert.ok(lines(ready, b).includes(COLD_LINE));
+    for (const [status, uri] of [
+      [ready, undefined], // no file
+      [{ phase: 'ready' }, a], // no list yet
+      [{ phase: 'loading', warm: [a] }, a],
+      [{ phase: 'error', warm: [a] }, a],
+      [{ phase: 'stopped', warm: [a] }, a],
+    ] as [ServerStatus, string | undefined][]) {
+      const tooltip = lines(status, uri);
+      assert.ok(!tooltip.includes(WARM_LINE) && !tooltip.includes(COLD_LINE), JSON.stringify([status, tooltip]));
+      assert.ok(!statusView(status, uri).text.includes('$(flame)'));
+      assert.equal(isWarm(status, uri), undefined);
+    }
+    assert.equal(isWarm(ready, a), true);
+    assert.equal(isWarm(ready, b), false);
+  });
+
+  test('the URI must match as the client sent it', () => {
+    assert.equal(isWarm({ phase: 'ready', warm: [a] }, 'file:///work/a b.py'), false);
+  });
+
+  test("each notification brings the list; one without it (loading, error) forgets it", () => {
+    let status = applyStatusNotification(initialStatus, { state: 'ready', warm: [a] });
+    assert.deepEqual(status.warm, [a]);
+    status = applyStatusNotification(status, { state: 'ready', warm: [a, b] });
+    assert.deepEqual(status.warm, [a, b]);
+    status = applyStatusNotification(status, { state: 'busy', queue: 1, warm: [] });
+    assert.deepEqual(status.warm, []);
+    status = applyStatusNotification(status, { state: 'loading', message: 'reloading' });
+    assert.equal(status.warm, undefined);
+  });
+});
+
 describe('StatusBar', () => {
   beforeEach(() => stub.reset());
 
@@ -144,5 +199,40 @@ describe('StatusBar', () => {
     const shown: { backgroundColor?: { id: string } } = item;
     assert.equal(shown.backgroundColor?.id, 'statusBarItem.errorBackground');
     assert.match(String(item.tooltip), /no model/);
+  });
+
+  test('shows whether the active file is warm, on status notifications and on editor changes', () => {
+    const a = 'file:///work/a.py';
+    const b = 'file:///work/b.py';
+    stub.setActiveEditor(a);
+    const bar = new StatusBar('llamaLsp.showStats');
+    const [item] = stub.statusItems;
+    let status = applyStatusNotification(initialStatus, { state: 'ready', warm: [] });
+    bar.show(status);
+    assert.equal(item.text, '$(check) Llama: ready');
+    assert.match(String(item.tooltip), /This file is not cached/);
+    // The server warmed a.py: a status notification says so.
+    status = applyStatusNotification(status, { state: 'ready', warm: [a] });
+    bar.show(status);
+    assert.equal(item.text, '$(check) Llama: ready $(flame)');
+    assert.ok(String(item.tooltip).includes(WARM_LINE));
+    // Another editor, with no new status.
+    stub.setActiveEditor(b);
+    assert.equal(item.text, '$(check) Llama: ready');
+    assert.ok(String(item.tooltip).includes(COLD_LINE));
+    stub.setActiveEditor(a);
+    assert.equal(item.text, '$(check) Llama: ready $(flame)');
+    // Focus in the chat view (no active text editor): the question is still about a.py.
+    stub.setActiveEditor(undefined);
+    assert.equal(item.text, '$(check) Llama: ready $(flame)');
+    // Not a file (an output channel), or a closed one: nothing is said about it.
+    stub.setActiveEditor('output:extension-output-llama');
+    assert.equal(item.text, '$(check) Llama: ready');
+    assert.ok(!String(item.tooltip).includes(COLD_LINE));
+    stub.setActiveEditor(a, { isClosed: true });
+    assert.ok(!String(item.tooltip).includes(WARM_LINE) && !String(item.tooltip).includes(COLD_LINE));
+    // Once disposed it no longer follows the editor.
+    bar.dispose();
+    assert.equal(stub.editorListeners.length, 0);
   });
 });

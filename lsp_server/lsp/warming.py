@@ -1,0 +1,147 @@
+"""Warming the cache while the user reads, so that the next question evaluates only itself.
+
+When a document is opened, and once typing in it has paused, the prompts a question about it would
+start with (TurnService.warm_requests) are read into the cache in the background; after each answer,
+the conversation with that answer is read too, so that a follow-up evaluates only the new question.
+Background work runs only while no request waits, a request preempts it (the engine keeps the chunks
+it read), and it never evicts a conversation's slot. The most recently opened or edited documents are
+warmed, at most one fewer than the slots, so that a conversation always has a slot of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Protocol
+
+from ..engine import ChatRequest, Engine, EngineError
+from .settings import Settings
+from .turns import TurnService
+
+log = logging.getLogger("llama_lsp.warming")
+
+TYPING_PAUSE_S = 1.0  # a change is warmed once the document has not changed for this long
+
+
+class WarmingContext(Protocol):
+    @property
+    def settings(self) -> Settings: ...
+
+    async def ready_engine(self) -> Engine: ...
+
+
+class Warmer:
+    """Schedules the background reads and knows which open documents are warm now."""
+
+    def __init__(self, server: WarmingContext, turns: TurnService, on_change: Callable[[], None]):
+        self._server = server
+        self._turns = turns
+        self._on_change = on_change  # the set of warm documents changed
+        self._recent: OrderedDict[str, None] = OrderedDict()  # open documents, most recently used last
+        self._tasks: dict[str, asyncio.Task[None]] = {}  # one pending or running warming per document
+        self._warm: set[str] = set()
+        self._after_answer: set[asyncio.Task[bool]] = set()
+
+    @property
+    def warm_uris(self) -> list[str]:
+        """The open documents whose opening is in the cache now, in the order they were last used."""
+        return [uri for uri in self._recent if uri in self._warm]
+
+    # ---- events --------------------------------------------------------------------------------------
+
+    def opened(self, uri: str) -> None:
+        self._schedule(uri, delay=0.0)
+
+    def changed(self, uri: str) -> None:
+        self._schedule(uri, delay=TYPING_PAUSE_S)
+
+    def closed(self, uri: str) -> None:
+        self._stop(uri)
+        self._recent.pop(uri, None)
+        self._turns.forget(uri)
+        self._set_warm(uri, False)
+
+    def answered(self, request: ChatRequest) -> None:
+        """Reads a conversation's latest answer into its slot, for the follow-up."""
+        if not self._server.settings.warm:
+            return
+        task = asyncio.ensure_future(self._read(request))
+        self._after_answer.add(task)
+        task.add_done_callback(self._after_answer.discard)
+
+    def rewarm(self) -> None:
+        """Warms every recent document again (a new engine was loaded)."""
+        for uri in list(self._recent):
+            self._schedule(uri, delay=0.0)
+
+    def stop_all(self) -> None:
+        for uri in list(self._tasks):
+            self._stop(uri)
+        for task in list(self._after_answer):
+            task.cancel()
+
+    # ---- work ----------------------------------------------------------------------------------------
+
+    def _schedule(self, uri: str, delay: float) -> None:
+        self._stop(uri)
+        self._recent[uri] = None
+        self._recent.move_to_end(uri)
+        self._set_warm(uri, False)
+        if not self._server.settings.warm:
+            return
+        budget = self._server.settings.slots - 1
+        kept = list(self._recent)[-budget:] if budget > 0 else []
+        for other in self._recent:
+            if other not in kept:
+                self._stop(other)  # its slot goes to a more recently used document
+                self._set_warm(other, False)
+        if uri in kept:
+            self._tasks[uri] = asyncio.ensure_future(self._warm_document(uri, delay))
+
+    def _stop(self, uri: str) -> None:
+        task = self._tasks.pop(uri, None)
+        if task is not None:
+            task.cancel()
+
+    async def _warm_document(self, uri: str, delay: float) -> None:
+        try:
+            await asyncio.sleep(delay)
+            requests = self._turns.warm_requests(uri)
+            for request in requests:
+                if not await self._read(request):
+                    return
+            if requests:  # the last one is a new conversation's opening
+                self._set_warm(uri, True)
+        finally:
+            if self._tasks.get(uri) is asyncio.current_task():
+                del self._tasks[uri]
+
+    async def _read(self, request: ChatRequest) -> bool:
+        """Reads the request's messages into its slot; False when that did not happen."""
+        try:
+            engine = await self._server.ready_engine()
+            job = engine.warm(request)
+        except Exception as exc:  # no model (yet): there is nothing to warm
+            log.debug("not warming: %s", exc)
+            return False
+        try:
+            result = await job.wait()
+        except asyncio.CancelledError:
+            job.cancel()  # the engine keeps what it read so far
+            raise
+        except EngineError as exc:  # "no_slot": every slot holds a conversation
+            log.info("not warming %s: %s", request.slot, exc)
+            return False
+        log.debug("warmed %s: %s", request.slot, result.stats)
+        return bool(result.finish_reason == "stop")
+
+    def _set_warm(self, uri: str, warm: bool) -> None:
+        if (uri in self._warm) == warm:
+            return
+        if warm:
+            self._warm.add(uri)
+        else:
+            self._warm.discard(uri)
+        self._on_change()

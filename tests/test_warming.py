@@ -1,0 +1,76 @@
+"""Warming the cache while the user reads (lsp_server.lsp.warming), over stdio on the real test model.
+
+The engine-level guarantees (a request preempts warming; warming never evicts a conversation; warm ==
+cold) are tested in test_engine_async.py and test_engine_reuse.py; these tests check what an editor
+sees: the status names warm documents, a first question and a follow-up evaluate only themselves, and
+closing a document stops its warming.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+
+from lsp_server.lsp import protocol
+
+from .lsp_client import AssistantClient, open_document
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+SERVER_OPTIONS = {"model": "qwen2.5-coder-0.5b", "contextSize": 4096, "slots": 3, "maxTokens": 48}
+
+
+async def chat(client: AssistantClient, params: dict[str, Any]) -> dict[str, Any]:
+    return await client.request(protocol.CHAT, params)
+
+
+async def wait_until_warm(client: AssistantClient, uri: str, timeout: float = 300) -> None:
+    async def poll() -> None:
+        while not any(uri in status.get("warm", []) for status in client.statuses):
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+async def slot_tokens(client: AssistantClient, key: str) -> int:
+    stats = await client.request(protocol.STATS, {})
+    return next((s["n_tokens"] for s in stats["engine"]["slots"] if s["key"] == key), 0)
+
+
+async def test_an_open_document_is_warmed_and_the_first_question_evaluates_only_itself(
+    client: AssistantClient, workspace: Path
+):
+    uri = open_document(client, workspace / "inventory.py")
+    await wait_until_warm(client, uri)
+    first = await chat(client, {"textDocument": {"uri": uri}, "message": "Which function changes the stock?"})
+    stats = first["stats"]
+    assert stats["nEvaluated"] < 40, stats  # the question's message, not the system prompt or the file
+    assert stats["nReused"] == stats["nPrompt"] - stats["nEvaluated"]
+
+    # After the answer, the conversation with that answer is read in the background: the follow-up
+    # evaluates only its own question.
+    conversation = first["conversationId"]
+    async with asyncio.timeout(120):
+        while await slot_tokens(client, conversation) <= stats["nPrompt"]:
+            await asyncio.sleep(0.1)
+    follow_up = {"message": "Does it check the amount?", "conversationId": conversation}
+    second = await chat(client, {"textDocument": {"uri": uri}, **follow_up})
+    assert second["stats"]["nEvaluated"] < 40, second["stats"]
+
+
+async def test_closing_a_document_stops_its_warming(client: AssistantClient, workspace: Path):
+    uri = open_document(client, workspace / "big.py")  # ~2,000 tokens: several seconds to read
+    await asyncio.sleep(1.0)
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await asyncio.sleep(0.5)
+    key = f"document:{uri}"
+    stopped_at = await slot_tokens(client, key)
+    await asyncio.sleep(3.0)
+    assert await slot_tokens(client, key) == stopped_at  # nothing more is read for it
+    assert not any(uri in status.get("warm", []) for status in client.statuses)
