@@ -148,3 +148,19 @@ async def test_cancelled_warming_answers_cancelled_and_background_work_is_not_qu
         assert (await warming.wait()).finish_reason == "cancelled"
     finally:
         engine.close()
+
+
+async def test_a_status_request_lets_warming_finish_its_chunk_and_loses_nothing(tiny_model):
+    engine = Engine(config(tiny_model, n_ctx=8192))
+    try:
+        await engine.ready()
+        warming = engine.warm(ChatRequest(prompt=" ".join(f"word{i}" for i in range(900)), slot="document:a"))
+        while not warming.future.running():
+            await asyncio.sleep(0.001)
+        await engine.info()  # waits for the chunk being read, then runs before the rest of the warming
+        warmed = await warming.wait()
+        assert warming.preemptions == 1
+        assert warmed.stats.n_reused > 0  # the resumed warming started after the chunks already read
+        assert warmed.stats.n_reused + warmed.stats.n_evaluated == warmed.stats.n_prompt
+    finally:
+        engine.close()

@@ -41,6 +41,10 @@ class Conversation:
         self.messages = self.messages_showing(path, text)
         self.document_path, self.snapshot = path, text
 
+    @property
+    def has_answers(self) -> bool:
+        return any(message["role"] == "assistant" for message in self.messages)
+
     def messages_showing(self, path: str, text: str) -> list[dict[str, Any]]:
         """The messages as show_document would leave them, without changing the conversation (what
         warming the cache reads ahead of the next question)."""

@@ -6,6 +6,8 @@ start, saved after requests now and then, and saved again on close.
 
 Background jobs (warming the cache) run only when no request waits: a request that arrives while one
 runs preempts it (the native engine keeps the chunks it read), and the background job resumes after.
+A chat request aborts the chunk being read, so that the user waits for nothing; other requests (info,
+tokenize) let it finish, so that no work is lost to a status bar polling.
 """
 
 from __future__ import annotations
@@ -256,7 +258,7 @@ class Engine:
 
             return ChatResult.from_native(engine.generate(payload, piece))
 
-        return self._enqueue(run, background)
+        return self._enqueue(run, background, urgent=not background)
 
     def warm(self, request: ChatRequest) -> Job:
         """Reads the request's messages into its slot in the background, answering nothing."""
@@ -286,7 +288,11 @@ class Engine:
 
     # ---- worker ----------------------------------------------------------------------------------
 
-    def _enqueue(self, run: Callable[[native.NativeEngine, Job], Any], background: bool = False) -> Job:
+    def _enqueue(
+        self, run: Callable[[native.NativeEngine, Job], Any], background: bool = False, urgent: bool = False
+    ) -> Job:
+        """Queues a job; `urgent` (a chat request) aborts background work at once rather than at the
+        end of its chunk."""
         job = Job(self, run, background)
         with self._lock:
             if self._closed:
@@ -295,7 +301,10 @@ class Engine:
             running = self._current
             if not background and running is not None and running.background and self._native is not None:
                 running.preempted = True
-                self._native.cancel()
+                if urgent:
+                    self._native.cancel()
+                else:
+                    self._native.yield_soon()
             self._wakeup.notify()
         return job
 
@@ -373,7 +382,7 @@ class Engine:
             self._current = job
             if job.background and self._requests:
                 job.preempted = True
-                engine.cancel()
+                engine.yield_soon()
         try:
             result = job.run(engine, job)
             with self._lock:

@@ -199,6 +199,11 @@ class NativeEngine:
         if self._handle is not None:
             _lib.llama_lsp_cancel(self._handle)
 
+    def yield_soon(self) -> None:
+        """Stops the running call's prompt reading at the next chunk boundary, losing nothing."""
+        if self._handle is not None:
+            _lib.llama_lsp_yield(self._handle)
+
     def clear_cancel(self) -> None:
         if self._handle is not None:
             _lib.llama_lsp_clear_cancel(self._handle)

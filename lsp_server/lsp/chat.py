@@ -11,7 +11,9 @@ from . import documents, protocol
 from .turns import TurnService, edit_json
 
 # Small models shown the tools' schemas tend to answer "what does f do?" with a JSON call to f.
-# The hint goes with each question, not into the system prompt, so code actions keep their prompts.
+# The hint goes with a conversation's first question, not into the system prompt, so code actions keep
+# their prompts; a follow-up goes without it, since it is in the conversation already, and so evaluates
+# only itself.
 CHAT_HINT = "(Answer in words. Use a tool only to read the workspace or to propose an edit.)"
 
 
@@ -27,7 +29,9 @@ async def chat(
         if params.range is not None:
             first, last = params.range.start.line + 1, params.range.end.line + 1
             message = f"About lines {first}-{last}:\n```\n{turn.quote(params.range)}\n```\n\n{message}"
-        await turn.ask(f"{message}\n\n{CHAT_HINT}", on_piece=stream)
+        if not turn.conversation.has_answers:
+            message = f"{message}\n\n{CHAT_HINT}"
+        await turn.ask(message, on_piece=stream)
     result = turn.reply()
     try:
         edit = turn.edit()

@@ -15,8 +15,8 @@
  *    Strings passed in are only read during the call; the library keeps no pointer to them.
  *  - No C++ exception crosses this boundary. Callbacks must not throw or longjmp through it either.
  *  - Threads: an engine is used by one thread at a time. A second call that arrives while one runs is
- *    not queued: it returns a "busy" error at once. llama_lsp_cancel and llama_lsp_clear_cancel are the
- *    exception: any thread may call them at any time while the engine is open. Separate engines may be
+ *    not queued: it returns a "busy" error at once. llama_lsp_cancel, llama_lsp_yield and
+ *    llama_lsp_clear_cancel are the exception: any thread may call them at any time while the engine is open. Separate engines may be
  *    used from separate threads. llama_lsp_close must not overlap any other call on its engine.
  *
  * Error objects: {"error": {"type": <one of the types below>, "message": <text for people>}}.
@@ -145,7 +145,13 @@ char * llama_lsp_generate(llama_lsp_engine * engine, const char * request_json,
    Thread-safe, never blocks; NULL is ignored. */
 void llama_lsp_cancel(llama_lsp_engine * engine);
 
-/* Forgets a cancel that no generate call has consumed yet (one that came after the call it was meant
+/* Asks the running generate call to stop reading its prompt at the next chunk boundary: it then ends
+   as "cancelled" with every chunk read so far cached, and no work is lost (a background request making
+   way for another). Answering is not interrupted. A generate call that ends forgets it, as it forgets a
+   cancel. Thread-safe, never blocks; NULL is ignored. */
+void llama_lsp_yield(llama_lsp_engine * engine);
+
+/* Forgets a cancel (or yield) that no generate call has consumed yet (one that came after the call it was meant
    for had ended), so that it cannot stop the next call. Thread-safe, never blocks; NULL is ignored. */
 void llama_lsp_clear_cancel(llama_lsp_engine * engine);
 

@@ -362,8 +362,15 @@ LLAMA_LSP_API void llama_lsp_cancel(llama_lsp_engine * engine) {
     if (engine) engine->cancel_requested.store(true);
 }
 
+LLAMA_LSP_API void llama_lsp_yield(llama_lsp_engine * engine) {
+    if (engine) engine->yield_requested.store(true);
+}
+
 LLAMA_LSP_API void llama_lsp_clear_cancel(llama_lsp_engine * engine) {
-    if (engine) engine->cancel_requested.store(false);
+    if (engine) {
+        engine->cancel_requested.store(false);
+        engine->yield_requested.store(false);
+    }
 }
 
 LLAMA_LSP_API char * llama_lsp_tokenize(llama_lsp_engine * engine, const char * request_json) {

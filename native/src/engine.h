@@ -127,6 +127,7 @@ struct llama_lsp_engine {
     std::string cache_key;
     std::string model_path;
     std::atomic<bool> cancel_requested{false};
+    std::atomic<bool> yield_requested{false};  // stop reading the prompt at the next chunk boundary
     std::atomic<bool> abort_logged{false};
     std::mutex busy;
 

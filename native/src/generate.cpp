@@ -161,7 +161,7 @@ void prefill(llama_lsp_engine & e, generation & g, slot & s, llama_batch & batch
         if (chunks_done == g.cancel_after_chunks) {
             e.cancel_requested.store(true);  // as if another thread had cancelled just now
         }
-        if (e.cancel_requested.load()) {
+        if (e.cancel_requested.load() || e.yield_requested.load()) {
             g.finish_reason = "cancelled";
             break;
         }
@@ -284,9 +284,12 @@ json generate(llama_lsp_engine & e, const json & request, llama_lsp_piece_cb on_
     // Not reset here: a cancel that arrives just before this call starts is meant for it. The call
     // consumes the cancel when it ends, however it ends.
     struct forget_cancel {
-        std::atomic<bool> & flag;
-        ~forget_cancel() { flag.store(false); }
-    } forget{e.cancel_requested};
+        llama_lsp_engine & engine;
+        ~forget_cancel() {
+            engine.cancel_requested.store(false);
+            engine.yield_requested.store(false);
+        }
+    } forget{e};
 
     read_request(e, request, g);
     slot & s = match(e, g);
