@@ -11,6 +11,7 @@ TEST_MODEL := qwen2.5-coder-0.5b
 T_SETUP ?= 1800
 T_MODEL ?= 900
 T_TEST ?= 3000
+T_BENCH ?= 7200
 T_EVAL ?= 10800
 NATIVE_SOURCES := $(wildcard native/CMakeLists.txt native/*.py native/include/*.h native/src/*.h native/src/*.cpp native/bench/*.cpp)
 SETUP_STAMP := $(VENV)/.setup-done
@@ -18,8 +19,10 @@ VSCODE := editors/vscode
 VSIX := $(VSCODE)/llama-lsp.vsix
 VSCODE_MODULES := $(VSCODE)/node_modules/.package-lock.json
 VSCODE_SOURCES := $(VSCODE)/package.json $(VSCODE)/tsconfig.json $(wildcard $(VSCODE)/src/*.ts $(VSCODE)/src/*/*.ts $(VSCODE)/media/*)
+LLAMA_SERVER := build/llama-server/bin/llama-server
+CCACHE := $(shell command -v ccache)
 
-.PHONY: help setup model test-models demo test test-fast test-python test-vscode vsix bench eval lint format clean
+.PHONY: help setup model test-models demo test test-fast test-python test-vscode vsix llama-server bench eval lint format clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -72,8 +75,26 @@ test-vscode: setup test-models $(VSIX) ## VS Code: typecheck, unit and protocol 
 	timeout 1200 bash $(VSCODE)/e2e/install.sh
 	timeout 900 node $(VSCODE)/e2e/run.mjs  # the vsix above, .venv's server, the default model
 
-bench: setup test-models ## Run the benchmarks on the test model and print ratios side by side
-	timeout $(T_TEST) $(BIN)/python -m bench
+# llama.cpp's own server, the baseline of `make bench`: the shim's pinned source, compiled as the shim
+# compiles it (Release, static, PIC, GGML_NATIVE left at its default ON, no OpenMP, no HTTPS); the web UI
+# is neither downloaded nor built.
+$(LLAMA_SERVER): native/fetch_llama_cpp.py | $(SETUP_STAMP)
+	source=$$($(BIN)/python native/fetch_llama_cpp.py) && timeout $(T_SETUP) $(BIN)/cmake -S "$$source" \
+		-B build/llama-server -G Ninja -DCMAKE_MAKE_PROGRAM=$(abspath $(BIN))/ninja \
+		$(if $(CCACHE),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache) \
+		-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+		-DGGML_NATIVE=ON -DGGML_OPENMP=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_SUBPROCESS=OFF \
+		-DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF \
+		-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF
+	timeout $(T_SETUP) $(BIN)/cmake --build build/llama-server --target llama-server -j2
+	@touch $@
+
+llama-server: $(LLAMA_SERVER) ## Build llama.cpp's llama-server once (build/llama-server/), make bench's baseline
+
+# About an hour with the default 5 runs (versus and prefill run at 1 thread).
+# BENCH_ARGS: e.g. --runs 1, --only versus (engine, versus or prefill; repeatable), --quick
+bench: setup test-models $(LLAMA_SERVER) ## Run the benchmarks on the test model, and ours against llama-server
+	timeout $(T_BENCH) $(BIN)/python -m bench $(BENCH_ARGS)
 
 # EVAL_ARGS: e.g. --tasks 'fix_*' --threads 2 --model qwen2.5-coder-0.5b --json eval.json
 eval: setup test-models ## Code-action quality on eval/tasks (default model; slow): edits that apply, parse, pass

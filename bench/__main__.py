@@ -1,4 +1,5 @@
-"""Command line of `python -m bench` (`make bench`): runs the four measurements, then the summary table."""
+"""Command line of `python -m bench` (`make bench`): the engine's four measurements and their summary
+table, then our server against llama-server (versus.py) and the cold prefill speeds."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from lsp_server.engine import models
 
+from . import versus
 from .baseline import find_decode_loop
 from .parts import (
     Row,
@@ -60,26 +62,72 @@ def run(settings: Settings, label: str) -> None:
     )
 
 
+PARTS = ("engine", "versus", "prefill")
+
+
+def against_llama_server(plan: versus.Plan, parts: set[str], quick: bool) -> None:
+    binary = versus.find_llama_server()
+    if binary is None:
+        message = f"{versus.SERVER} is missing; run `make llama-server` (or set {versus.OVERRIDE})"
+        if quick:  # a smoke run does not build llama.cpp a second time
+            show(f"\nbench: skipping versus and prefill: {message}")
+            return
+        raise SystemExit(f"bench: {message}")
+    started = time.perf_counter()
+    show(f"\nload average {load()} (1/5/15 min)")
+    versus.run(plan, binary, "versus" in parts, "prefill" in parts)
+    show(f"\nran {time.perf_counter() - started:.0f} s; load average now {load()}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
         "--quick", action="store_true", help="smoke run on a tiny random model (numbers mean nothing)"
     )
-    parser.add_argument("--runs", type=int, help="runs behind each median (default 5; 2 with --quick)")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        help="runs behind each median (default 5; with --quick 2, and 1 for versus and prefill)",
+    )
     parser.add_argument("--model", default=models.TEST_MODEL, help="model name or GGUF path")
+    parser.add_argument(
+        "--only",
+        choices=PARTS,
+        action="append",
+        help="run only this part (repeatable): engine (a)-(d), versus (A)-(R), prefill",
+    )
     args = parser.parse_args(argv)
+    parts = set(args.only or PARTS)
     logging.getLogger("llama_lsp.native").setLevel(logging.ERROR)  # llama.cpp's load warnings are noise here
     if not args.quick:
-        run(Settings(models.resolve(args.model), runs=args.runs or 5), "full run")
+        model = models.resolve(args.model)
+        if "engine" in parts:
+            run(Settings(model, runs=args.runs or 5), "full run")
+        if parts & {"versus", "prefill"}:
+            against_llama_server(versus.Plan(model, runs=args.runs or 5), parts, quick=False)
         return
     from tests.tiny_model import write_tiny_model  # the test helper; needs the [test] extra (gguf)
 
     with tempfile.TemporaryDirectory() as tmp:
         model = write_tiny_model(Path(tmp) / "tiny.gguf")
-        quick = Settings(
-            model, runs=args.runs or 2, doc_tokens=1000, decode_tokens=32, answer_tokens=8, goals=False
-        )
-        run(quick, "quick smoke run (tiny random model)")
+        if "engine" in parts:
+            quick = Settings(
+                model, runs=args.runs or 2, doc_tokens=1000, decode_tokens=32, answer_tokens=8, goals=False
+            )
+            run(quick, "quick smoke run (tiny random model)")
+        if parts & {"versus", "prefill"}:
+            plan = versus.Plan(
+                model,
+                runs=args.runs or 1,
+                read_s=0.1,
+                edit_s=0.1,
+                open_s=0.1,
+                reopen_s=0.1,
+                answer_tokens=8,
+                chunks=(64, 512),
+                goals=False,
+            )
+            against_llama_server(plan, parts, quick=True)
 
 
 if __name__ == "__main__":
