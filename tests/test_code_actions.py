@@ -89,7 +89,17 @@ async def test_each_code_action_gives_an_edit_that_applies_and_parses(
     assert verification["summary"].startswith("not verified")
 
 
-async def test_fix_makes_the_failing_test_pass(client: AssistantClient, workspace: Path):
+def configure(client: AssistantClient, options: dict[str, Any]) -> None:
+    """The settings changed in the editor (the same model fields: the model is not loaded again)."""
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"llamaLsp": options})
+    )
+
+
+async def test_the_demo_fix_makes_the_failing_test_pass(client: AssistantClient, workspace: Path):
+    """`make demo`'s flow: a question about the failing lines, then the Fix in that conversation, checked
+    by the failing test. (Without the question first, the model's greedy block on this example is the
+    unchanged code: the Fix then proposes nothing rather than something wrong.)"""
     failing = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_inventory.py"],
         cwd=workspace,
@@ -99,17 +109,28 @@ async def test_fix_makes_the_failing_test_pass(client: AssistantClient, workspac
     assert failing.returncode == 1
     assert "assert -900.0 == 90.0" in failing.stdout
     uri = open_document(client, workspace / "inventory.py")  # each test opens what it uses
+    problem = (
+        "test_apply_discount failed: apply_discount(100.0, 10) returned -900.0, expected 90.0 "
+        "(percent is 0-100)"
+    )
     diagnostic = types.Diagnostic(
-        range=DISCOUNT_LINES,
-        message="test_apply_discount failed: apply_discount(100.0, 10) returned -900.0, expected 90.0 "
-        "(percent is 0-100)",
-        severity=types.DiagnosticSeverity.Error,
-        source="pytest",
+        range=DISCOUNT_LINES, message=problem, severity=types.DiagnosticSeverity.Error, source="pytest"
+    )
+    question = await client.request(
+        protocol.CHAT,
+        {"textDocument": {"uri": uri}, "range": lsp_json.to_json(DISCOUNT_LINES), "message": problem},
     )
     action = next(
         a for a in await list_actions(client, uri, DISCOUNT_LINES, [diagnostic]) if a.data["kind"] == "fix"
     )
-    resolved = await client.code_action_resolve_async(action)
+    action.data["conversationId"] = question["conversationId"]
+    verify = f"{sys.executable} -m pytest -q -p no:cacheprovider test_inventory.py"
+    configure(client, {**SERVER_OPTIONS, "verifyCommand": verify})
+    try:
+        resolved = await client.code_action_resolve_async(action)
+    finally:
+        configure(client, {**SERVER_OPTIONS, "verifyCommand": ""})
+    assert resolved.data["verification"]["passed"] is True, resolved.data["verification"]
     project = workspace.parent / "fixed-project"
     project.mkdir(exist_ok=True)
     for name in ("inventory.py", "test_inventory.py"):

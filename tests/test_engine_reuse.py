@@ -328,6 +328,7 @@ def warm(
 
 
 def test_a_warmed_document_leaves_only_the_question_to_evaluate(warm_engine, cold_engine):
+    warm_engine.clear()  # the earlier tests' conversations hold every slot, and warming evicts none
     opening = conversation()  # the system prompt and the document: what every question starts with
     warmed = warm(warm_engine, opening, slot="document:inventory")
     assert warmed["finish_reason"] == "stop" and warmed["tokens"] == []
@@ -355,6 +356,7 @@ def test_a_warmed_answer_leaves_only_the_follow_up_to_evaluate(warm_engine, cold
 
 
 def test_warming_stopped_halfway_keeps_its_chunks_and_answers_match_cold(warm_engine, cold_engine):
+    warm_engine.clear()
     opening = conversation(document=OTHER_DOCUMENT)
     stopped = warm(warm_engine, opening, slot="halfway", debug_cancel_prefill_after_chunks=3)
     assert stopped["finish_reason"] == "cancelled"

@@ -169,15 +169,19 @@ async def run_turn(
 ) -> TurnResult:
     """Runs the model on the conversation, executing its tool calls, until it answers or runs out of steps.
 
-    With a verifier, each proposed edit is checked, and a failed check is the tool's result.
+    With a verifier, each proposed edit is checked, and a failed check is the tool's result. After a
+    failed call the model samples (seeded per step) rather than decoding greedily, which tends to write
+    the same call again; a call identical to one that failed already ends the turn.
     """
     # Every tool is declared on every request, even when unused, so the prompt's prefix never changes.
     tools = runner.schemas_for(options.tool_names)
     records: list[ToolCallRecord] = []
     result: TurnResult | None = None
+    failed_calls: set[str] = set()
     for step in range(options.max_tool_steps):
         last_step = step == options.max_tool_steps - 1
         choice = "required" if options.want_edit else ("none" if last_step else "auto")
+        temperature = max(options.temperature, RETRY_TEMPERATURE) if failed_calls else options.temperature
         answer = await engine.generate(
             ChatRequest(
                 messages=list(conversation.messages),
@@ -185,7 +189,8 @@ async def run_turn(
                 tool_choice=choice,
                 allowed_tools=list(options.edit_tools) if options.want_edit else None,
                 max_tokens=options.max_tokens,
-                temperature=options.temperature,
+                temperature=temperature,
+                seed=step,
                 slot=conversation.id,
             ),
             on_piece,
@@ -218,6 +223,13 @@ async def run_turn(
             }
         )
         conversation.messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
+        signature = json.dumps([call.name, call.arguments], sort_keys=True)
+        if not outcome.ok and signature in failed_calls:
+            log.info("the model repeated a call that failed; ending the turn")
+            result.content = answer.content
+            break
+        if not outcome.ok:
+            failed_calls.add(signature)
         if outcome.proposed or (verifier is not None and verifier.exhausted):
             # An edit is a proposal the user reviews: stop here rather than let the model pile more on.
             result.content = answer.content

@@ -132,6 +132,11 @@ class AssistantServer(LanguageServer):
         self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=False))
         return True
 
+    @property
+    def engine(self) -> Engine | None:
+        """The engine if one is loaded or loading; None otherwise (nothing waits for it)."""
+        return self.model_host.engine
+
     async def ready_engine(self) -> Engine:
         """The loaded engine; waits while it loads; raises a clear error if it cannot load."""
         try:

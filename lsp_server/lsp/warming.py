@@ -18,7 +18,7 @@ from typing import Protocol
 
 from ..engine import ChatRequest, Engine, EngineError
 from .settings import Settings
-from .turns import TurnService
+from .turns import TurnService, new_conversation_slot
 
 log = logging.getLogger("llama_lsp.warming")
 
@@ -28,6 +28,9 @@ TYPING_PAUSE_S = 1.0  # a change is warmed once the document has not changed for
 class WarmingContext(Protocol):
     @property
     def settings(self) -> Settings: ...
+
+    @property
+    def engine(self) -> Engine | None: ...
 
     async def ready_engine(self) -> Engine: ...
 
@@ -42,7 +45,7 @@ class Warmer:
         self._recent: OrderedDict[str, None] = OrderedDict()  # open documents, most recently used last
         self._tasks: dict[str, asyncio.Task[None]] = {}  # one pending or running warming per document
         self._warm: set[str] = set()
-        self._after_answer: set[asyncio.Task[bool]] = set()
+        self._after_answer: set[asyncio.Task[None]] = set()
 
     @property
     def warm_uris(self) -> list[str]:
@@ -67,7 +70,7 @@ class Warmer:
         """Reads a conversation's latest answer into its slot, for the follow-up."""
         if not self._server.settings.warm:
             return
-        task = asyncio.ensure_future(self._read(request))
+        task = asyncio.ensure_future(self._after(request))
         self._after_answer.add(task)
         task.add_done_callback(self._after_answer.discard)
 
@@ -104,6 +107,24 @@ class Warmer:
         task = self._tasks.pop(uri, None)
         if task is not None:
             task.cancel()
+
+    async def _after(self, request: ChatRequest) -> None:
+        await self._read(request)
+        await self._recheck()
+
+    async def _recheck(self) -> None:
+        """Forgets warm documents whose slot a conversation has taken since (the least recently used
+        slot goes to a new conversation, warm or not)."""
+        engine = self._server.engine
+        if engine is None or not self._warm:
+            return
+        try:
+            held = {s["key"] for s in (await engine.info())["slots"] if s["n_tokens"]}
+        except EngineError:
+            return
+        for uri in list(self._warm):
+            if new_conversation_slot(uri) not in held:
+                self._set_warm(uri, False)
 
     async def _warm_document(self, uri: str, delay: float) -> None:
         try:
