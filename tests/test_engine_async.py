@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.engine import ChatRequest, Engine, EngineClosed, EngineConfig, EngineError
+from lsp_server.engine.local import Job
 
 
 def config(model: Path, **overrides: object) -> EngineConfig:
@@ -113,14 +114,20 @@ async def test_info_and_tokenize_go_through_the_queue(tiny_model):
         engine.close()
 
 
+LONG_PROMPT = " ".join(f"word{i}" for i in range(900))  # ~6,000 tokens of the tiny model: many chunks
+
+
+async def started(job: Job) -> None:
+    while not job.future.running():
+        await asyncio.sleep(0.001)
+
+
 async def test_a_request_preempts_warming_and_warming_resumes_after_it(tiny_model):
     engine = Engine(config(tiny_model, n_ctx=8192))
     try:
         await engine.ready()
-        long_prompt = " ".join(f"word{i}" for i in range(900))  # ~6,000 tokens here
-        warming = engine.warm(ChatRequest(prompt=long_prompt, slot="document:a"))
-        while engine.queue_length == 0 and not warming.future.running():
-            await asyncio.sleep(0.001)
+        warming = engine.warm(ChatRequest(prompt=LONG_PROMPT, slot="document:a"))
+        await started(warming)
         finished: list[str] = []
         warming.future.add_done_callback(lambda _f: finished.append("warming"))
         request = await engine.generate(ChatRequest(prompt="def main():", max_tokens=4, slot="chat"))
@@ -154,9 +161,8 @@ async def test_a_status_request_lets_warming_finish_its_chunk_and_loses_nothing(
     engine = Engine(config(tiny_model, n_ctx=8192))
     try:
         await engine.ready()
-        warming = engine.warm(ChatRequest(prompt=" ".join(f"word{i}" for i in range(900)), slot="document:a"))
-        while not warming.future.running():
-            await asyncio.sleep(0.001)
+        warming = engine.warm(ChatRequest(prompt=LONG_PROMPT, slot="document:a"))
+        await started(warming)
         await engine.info()  # waits for the chunk being read, then runs before the rest of the warming
         warmed = await warming.wait()
         assert warming.preemptions == 1
