@@ -75,8 +75,8 @@ class AssistantServer(LanguageServer):
             payload["message"] = message
         if install_model:
             payload["installModel"] = install_model
-        if state == protocol.BUSY and self.model_host.engine is not None:
-            payload["queue"] = self.model_host.engine.queue_length
+        if state == protocol.BUSY and self.engine is not None:
+            payload["queue"] = self.engine.queue_length
         last_stats = self.turns.stats.last_json()
         if last_stats is not None:
             payload["lastStats"] = last_stats
@@ -252,7 +252,7 @@ def create_server() -> AssistantServer:
     @server.feature(protocol.STATS)
     @_lsp_errors
     async def on_stats(ls: AssistantServer, _params: Any) -> dict[str, Any]:
-        engine = ls.model_host.engine
+        engine = ls.engine
         info = await engine.info() if engine is not None else None
         return {
             "state": ls.state,

@@ -367,10 +367,7 @@ LLAMA_LSP_API void llama_lsp_yield(llama_lsp_engine * engine) {
 }
 
 LLAMA_LSP_API void llama_lsp_clear_cancel(llama_lsp_engine * engine) {
-    if (engine) {
-        engine->cancel_requested.store(false);
-        engine->yield_requested.store(false);
-    }
+    if (engine) engine->forget_stop_requests();
 }
 
 LLAMA_LSP_API char * llama_lsp_tokenize(llama_lsp_engine * engine, const char * request_json) {

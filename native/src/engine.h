@@ -135,6 +135,12 @@ struct llama_lsp_engine {
 
     llama_memory_t memory() const { return llama_get_memory(ctx); }
 
+    // Forgets a pending cancel and yield (a generate call that ends, or llama_lsp_clear_cancel).
+    void forget_stop_requests() {
+        cancel_requested.store(false);
+        yield_requested.store(false);
+    }
+
     // Names the model and the build that wrote a saved state (state_files.cpp).
     std::string fingerprint() const;
 

@@ -285,10 +285,7 @@ json generate(llama_lsp_engine & e, const json & request, llama_lsp_piece_cb on_
     // consumes the cancel when it ends, however it ends.
     struct forget_cancel {
         llama_lsp_engine & engine;
-        ~forget_cancel() {
-            engine.cancel_requested.store(false);
-            engine.yield_requested.store(false);
-        }
+        ~forget_cancel() { engine.forget_stop_requests(); }
     } forget{e};
 
     read_request(e, request, g);
