@@ -56,7 +56,8 @@ test: test-python test-vscode ## Run every test: Python, Neovim, VS Code (instal
 test-fast: setup ## Tests without the real models (a few minutes; no model download): make test runs all
 	XDG_CACHE_HOME=$$(mktemp -d) timeout $(T_TEST) $(BIN)/pytest -q -m "not real_model"
 
-test-python: setup test-models ## pytest: engine, server, CLI, and the Neovim plugin in headless Neovim
+# The remote-backend tests run against a real llama-server, built once from the pinned source.
+test-python: setup test-models $(LLAMA_SERVER) ## pytest: engine, server, remote backend, CLI, Neovim plugin
 	timeout $(T_TEST) $(BIN)/pytest -ra
 
 # npm writes node_modules/.package-lock.json on every install: a stamp for "installed from this lock".
@@ -69,13 +70,13 @@ $(VSIX): $(VSCODE_MODULES) $(VSCODE_SOURCES)
 
 vsix: $(VSIX) ## Build the VS Code extension (editors/vscode/llama-lsp.vsix)
 
-test-vscode: setup test-models $(VSIX) ## VS Code: typecheck, unit and protocol tests, then real VS Code (code-server)
+test-vscode: setup test-models $(LLAMA_SERVER) $(VSIX) ## VS Code: typecheck, unit and protocol tests, then real VS Code (code-server)
 	cd $(VSCODE) && timeout 300 npm run check && timeout 300 npm test
 	cd $(VSCODE) && LLAMA_LSP_SERVER=$(abspath $(BIN))/llama-lsp timeout 600 npm run test:protocol
 	timeout 1200 bash $(VSCODE)/e2e/install.sh
 	timeout 900 node $(VSCODE)/e2e/run.mjs  # the vsix above, .venv's server, the default model
 
-# llama.cpp's own server, the baseline of `make bench`: the shim's pinned source, compiled as the shim
+# llama.cpp's own server, the remote backend of the tests and the baseline of `make bench`: the shim's pinned source, compiled as the shim
 # compiles it (Release, static, PIC, GGML_NATIVE left at its default ON, no OpenMP, no HTTPS); the web UI
 # is neither downloaded nor built.
 $(LLAMA_SERVER): native/fetch_llama_cpp.py | $(SETUP_STAMP)
@@ -89,7 +90,7 @@ $(LLAMA_SERVER): native/fetch_llama_cpp.py | $(SETUP_STAMP)
 	timeout $(T_SETUP) $(BIN)/cmake --build build/llama-server --target llama-server -j2
 	@touch $@
 
-llama-server: $(LLAMA_SERVER) ## Build llama.cpp's llama-server once (build/llama-server/), make bench's baseline
+llama-server: $(LLAMA_SERVER) ## Build llama.cpp's llama-server once (build/llama-server/): tests' remote backend, bench's baseline
 
 # About an hour with the default 5 runs (versus and prefill run at 1 thread).
 # BENCH_ARGS: e.g. --runs 1, --only versus (engine, versus or prefill; repeatable), --quick

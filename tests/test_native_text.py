@@ -17,9 +17,10 @@ from lsp_server.engine import native
 
 
 def call(function: str, text: str | bytes, **args: Any) -> dict[str, Any]:
-    lib = native._load()
-    data = text if isinstance(text, bytes) else text.encode()
-    raw = lib.llama_lsp_test_text(function.encode(), data, len(data), json.dumps(args).encode())
+    if isinstance(text, str):
+        return native.text_function(function, text, **args)
+    lib = native._load()  # bytes that need not be UTF-8
+    raw = lib.llama_lsp_test_text(function.encode(), text, len(text), json.dumps(args).encode())
     return native.raise_for_error(native._take_json(raw))
 
 

@@ -2,8 +2,8 @@
 
 The steps live in editors/nvim/tests/plugin_test.lua and run in one Neovim, in order, because each
 builds on the last (the follow-up continues the first chat's conversation). Without the workspace the
-script runs its offline steps: the plugin against an in-process stand-in server, no model. A missing
-Neovim fails.
+script runs its offline steps: the plugin against an in-process stand-in server, no model. With a
+`backend`, the first steps again against a llama-server. A missing Neovim fails.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 
 from lsp_server.engine.models import DEFAULT_MODEL
 
-from .conftest import ROOT, TEST_MODEL
+from .conftest import ROOT, TEST_MODEL, LlamaServers
 
 STEPS = [
     "setup, then attach",
@@ -30,9 +30,12 @@ STEPS = [
     ":checkhealth reports OK",
 ]
 
+# On a remote backend: the status names the llama-server, and the chat streams its answer.
+REMOTE_STEPS = STEPS[:2]
+
 OFFLINE_STEPS = [
     "the verification summaries: passed, failed, unchecked",
-    "setup passes the verify settings to the server",
+    "setup passes the verify and backend settings to the server",
     "the chat footer shows the check, a failed one as a warning",
     "code actions tell whether their edit was checked",
     "the statusline says whether the buffer is warm",
@@ -58,6 +61,20 @@ def neovim() -> str:
 
 
 def test_plugin_steps_in_headless_neovim(test_model_path: Path, default_model_path: Path, tmp_path: Path):
+    env, workspace = real_server_env(tmp_path)
+    run_script(env, workspace, STEPS, timeout=540)
+
+
+def test_plugin_chat_on_a_remote_backend(llama_servers: LlamaServers, tmp_path: Path):
+    """`init_options.backend` reaches the server through the plugin: a llama-server answers the chat."""
+    env, workspace = real_server_env(tmp_path)
+    env["LLAMA_LSP_BACKEND"] = json.dumps(llama_servers.serving(TEST_MODEL).backend())
+    env["LLAMA_LSP_STEPS"] = json.dumps(REMOTE_STEPS)
+    run_script(env, workspace, REMOTE_STEPS, timeout=300)
+
+
+def real_server_env(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """The environment for the script's real-server steps, and the workspace they run in."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     shutil.copy(ROOT / "examples" / "inventory.py", workspace / "inventory.py")
@@ -71,7 +88,7 @@ def test_plugin_steps_in_headless_neovim(test_model_path: Path, default_model_pa
         "LLAMA_LSP_WORKSPACE": str(workspace),
         "LLAMA_LSP_CACHE": str(tmp_path / "cache"),
     }
-    run_script(env, workspace, STEPS, timeout=540)
+    return env, workspace
 
 
 def test_plugin_offline_steps_in_headless_neovim(tmp_path: Path):

@@ -187,6 +187,8 @@ def test_the_contributed_settings_have_the_servers_types_defaults_and_bounds() -
             expected = {"type": ["string", "null"], "default": None}
         elif name == "verify_command":
             expected = {"type": "string", "default": ""}  # empty unsets it
+        elif name == "backend":
+            expected = {"type": ["string", "object"], "default": "local"}  # None is "local" on the wire
         elif isinstance(default, bool):  # before the numbers: a bool is an int
             expected = {"type": "boolean", "default": default}
         elif isinstance(default, str):

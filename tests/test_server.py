@@ -45,6 +45,7 @@ async def test_capabilities_advertise_code_actions_with_resolve_and_the_command(
     assert capabilities.text_document_sync is not None
 
 
+@pytest.mark.backends("local", "remote")
 async def test_chat_streams_partial_results_and_returns_stats(client: AssistantClient, workspace: Path):
     uri = open_document(client, workspace / "inventory.py")
     result = await chat(
@@ -63,6 +64,7 @@ async def test_chat_streams_partial_results_and_returns_stats(client: AssistantC
     assert result["stats"]["nPrompt"] > 100 and result["stats"]["nGenerated"] > 0
 
 
+@pytest.mark.backends("local", "remote")
 async def test_second_turn_reuses_most_of_its_prompt(client: AssistantClient, workspace: Path):
     uri = open_document(client, workspace / "big.py")
     first = await chat(
@@ -172,6 +174,7 @@ async def test_malformed_params_get_invalid_params_and_the_server_keeps_serving(
     assert stats["state"] in (protocol.READY, protocol.BUSY)
 
 
+@pytest.mark.backends("local", "remote")
 async def test_cancel_in_the_middle_of_an_answer_answers_within_a_second(client: AssistantClient):
     future = asyncio.ensure_future(
         client.protocol.send_request_async(

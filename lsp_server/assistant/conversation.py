@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine.local import ChatRequest, ChatResult, Engine, Stats
+from ..engine import ChatEngine, ChatRequest, ChatResult, Stats
 from . import prompts
 from .edits import unified_diff
 from .rewrite import code_block
@@ -94,10 +94,11 @@ class TurnStats:
     """One turn's figures: the counters and times of every model request in it (`steps`), summed, so
     that reused / prompt is the turn's cache hit rate; and the first request's time to its first token,
     which is how long the user waited. The same record goes to the result, `lastStats` and the totals.
+    n_reused is None (unknown) once any request's was: a remote backend that does not report it.
     """
 
     n_prompt: int = 0
-    n_reused: int = 0
+    n_reused: int | None = 0
     n_evaluated: int = 0
     n_generated: int = 0
     t_prefill_ms: float = 0.0
@@ -111,7 +112,7 @@ class TurnStats:
             self.t_first_token_ms = request.t_first_token_ms
         self.steps += 1
         self.n_prompt += request.n_prompt
-        self.n_reused += request.n_reused
+        self.n_reused = _known_sum(self.n_reused, request.n_reused)
         self.n_evaluated += request.n_evaluated
         self.n_generated += request.n_generated
         self.t_prefill_ms += request.t_prefill_ms
@@ -121,7 +122,7 @@ class TurnStats:
         """These figures followed by a later turn's, as one turn."""
         return TurnStats(
             n_prompt=self.n_prompt + later.n_prompt,
-            n_reused=self.n_reused + later.n_reused,
+            n_reused=_known_sum(self.n_reused, later.n_reused),
             n_evaluated=self.n_evaluated + later.n_evaluated,
             n_generated=self.n_generated + later.n_generated,
             t_prefill_ms=self.t_prefill_ms + later.t_prefill_ms,
@@ -129,6 +130,10 @@ class TurnStats:
             t_decode_ms=self.t_decode_ms + later.t_decode_ms,
             steps=self.steps + later.steps,
         )
+
+
+def _known_sum(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
 
 
 @dataclass
@@ -160,7 +165,7 @@ class TurnOptions:
 
 
 async def run_turn(
-    engine: Engine,
+    engine: ChatEngine,
     conversation: Conversation,
     runner: ToolRunner,
     options: TurnOptions,
@@ -263,7 +268,7 @@ class BlockRequest:
 
 
 async def run_block_turn(
-    engine: Engine,
+    engine: ChatEngine,
     conversation: Conversation,
     runner: ToolRunner,
     request: BlockRequest,

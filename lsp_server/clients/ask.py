@@ -67,10 +67,14 @@ def make_client(verbose: bool) -> HeadlessClient:
 
 
 def format_stats(stats: dict[str, Any]) -> str:
-    reused = stats["nReused"] / stats["nPrompt"] if stats.get("nPrompt") else 0.0
+    if stats.get("nReused") is None:
+        reused = "reuse unknown"  # a remote backend that does not say
+    else:
+        share = stats["nReused"] / stats["nPrompt"] if stats.get("nPrompt") else 0.0
+        reused = f"{stats['nReused']} reused ({share:.0%})"
     decode = stats["nGenerated"] / (stats["tDecodeMs"] / 1000) if stats.get("tDecodeMs") else 0.0
     return (
-        f"[{stats['nPrompt']} prompt tokens, {stats['nReused']} reused ({reused:.0%}), "
+        f"[{stats['nPrompt']} prompt tokens, {reused}, "
         f"{stats['nEvaluated']} evaluated, {stats['nGenerated']} generated | "
         f"prefill {stats['tPrefillMs'] / 1000:.2f} s, first token {stats['tFirstTokenMs'] / 1000:.2f} s, "
         f"decode {decode:.1f} tok/s]"
@@ -153,6 +157,12 @@ async def _ask(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {}
     try:
         options = {"model": args.model, "maxTokens": args.max_tokens, "verifyCommand": args.verify}
+        if args.backend_url:
+            options["backend"] = {
+                "url": args.backend_url,
+                "model": args.backend_model,
+                "apiKeyEnv": args.backend_key_env,
+            }
         await client.initialize_async(initialize_params(root, options))
         client.initialized(types.InitializedParams())
         while (status := await client.status.get())["state"] not in (protocol.READY, protocol.ERROR):

@@ -115,6 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="check the action's edit with this shell command, run on a temporary copy of the folder "
         "({file} is the edited file); the server retries when it fails",
     )
+    backend = ask.add_argument_group("a remote backend (an OpenAI-compatible server) instead of --model")
+    backend.add_argument("--backend-url", metavar="URL", help="the API's base URL, e.g. http://host:8080/v1")
+    backend.add_argument("--backend-model", metavar="NAME", help="the model the server serves")
+    backend.add_argument(
+        "--backend-key-env", metavar="VAR", help="the environment variable that holds the API key"
+    )
     ask.add_argument("--verbose", action="store_true", help="show the server's log")
     ask.set_defaults(run=_ask)
     return parser
@@ -123,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "backend_url", None) and not args.backend_model:
+        parser.error("--backend-url needs --backend-model (the model the server serves)")
     try:
         return int(args.run(args))
     except models.ModelError as exc:

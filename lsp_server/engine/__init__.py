@@ -1,28 +1,32 @@
-"""The engines: the native binding (native, the only module that touches cffi), the in-process engine
-that drives it from one worker thread (local), and the model catalogue (models).
+"""The engines behind one interface (api.ChatEngine): the in-process engine that drives the native
+binding from one worker thread (local; native is the only module that touches cffi), the remote engine
+that talks to an OpenAI-compatible server (remote), and the model catalogue (models).
 
-The in-process engine's interface is re-exported here: what the layers above use.
+What the layers above use is re-exported here; remote is imported where a remote backend is
+configured, since the `openai` package takes a second to import.
 """
 
-from .local import (
+from .api import (
+    ChatEngine,
     ChatRequest,
     ChatResult,
-    Engine,
     EngineClosed,
-    EngineConfig,
     EngineError,
+    RemoteConfig,
     Stats,
     ToolCall,
-    model_cache_key,
 )
+from .local import Engine, EngineConfig, model_cache_key
 
 __all__ = [
+    "ChatEngine",
     "ChatRequest",
     "ChatResult",
     "Engine",
     "EngineClosed",
     "EngineConfig",
     "EngineError",
+    "RemoteConfig",
     "Stats",
     "ToolCall",
     "model_cache_key",

@@ -20,11 +20,12 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from . import native
+from .api import ChatRequest, ChatResult, EngineClosed, EngineError
 from .native import NativeError
 
 log = logging.getLogger("llama_lsp.engine")
@@ -64,105 +65,6 @@ def model_cache_key(model_path: Path) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-@dataclass
-class Stats:
-    n_prompt: int = 0
-    n_common: int = 0  # tokens of the prompt the cache held
-    n_reused: int = 0  # tokens kept without evaluation (n_common cut to a chunk boundary)
-    n_evaluated: int = 0
-    n_generated: int = 0
-    t_match_ms: float = 0.0
-    t_prefill_ms: float = 0.0
-    t_first_token_ms: float = 0.0
-    t_decode_ms: float = 0.0
-    slot: int = -1
-
-    @classmethod
-    def from_native(cls, data: dict[str, Any]) -> Stats:
-        known = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-
-@dataclass
-class ToolCall:
-    id: str
-    name: str
-    arguments: dict[str, Any] | str
-
-
-@dataclass
-class ChatRequest:
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: str = "auto"  # auto | required | none
-    allowed_tools: list[str] | None = None  # callable subset; all `tools` stay declared in the prompt
-    parallel_tool_calls: bool = False
-    max_tokens: int = 512
-    temperature: float = 0.0  # 0 is greedy
-    top_k: int = 40
-    top_p: float = 0.95
-    seed: int = 0
-    stop: list[str] = field(default_factory=list)
-    slot: str | None = None  # the conversation this request continues
-    prompt: str | None = None  # a raw prompt instead of messages (benchmarks, models without a template)
-    warm: bool = False  # only read the messages into the slot's cache (no generation prompt, no answer)
-    background: bool = False  # may not evict a conversation's slot (set by Engine.submit)
-
-    def to_native(self) -> dict[str, Any]:
-        data = {k: v for k, v in asdict(self).items() if v is not None}
-        if self.prompt is not None:
-            data.pop("messages", None)
-        if not self.tools:
-            data.pop("tools", None)
-        return data
-
-
-@dataclass
-class ChatResult:
-    content: str
-    tool_calls: list[ToolCall]
-    finish_reason: str  # stop | length | tool_calls | cancelled | error
-    tokens: list[int]
-    stats: Stats
-    error_message: str | None = None
-
-    @classmethod
-    def from_native(cls, data: dict[str, Any]) -> ChatResult:
-        return cls(
-            content=data.get("content", ""),
-            tool_calls=[ToolCall(**call) for call in data.get("tool_calls", [])],
-            finish_reason=data.get("finish_reason", "stop"),
-            tokens=list(data.get("tokens", [])),
-            stats=Stats.from_native(data.get("stats", {})),
-            error_message=data.get("error_message"),
-        )
-
-    @classmethod
-    def cancelled_before_start(cls) -> ChatResult:
-        return cls(content="", tool_calls=[], finish_reason="cancelled", tokens=[], stats=Stats())
-
-
-class EngineError(Exception):
-    """The engine could not load or serve a request; the message says why.
-
-    The engine's own error type, so that nothing above it needs the native layer's. `kind` is the
-    native error's machine-readable type (llama_lsp.h), e.g. "model_load" or "context_overflow".
-    """
-
-    def __init__(self, message: str, kind: str = "internal"):
-        super().__init__(message)
-        self.kind = kind
-
-    @classmethod
-    def from_native(cls, error: NativeError) -> EngineError:
-        return cls(str(error), error.kind)
-
-
-class EngineClosed(EngineError):
-    def __init__(self, message: str = "the engine is shut down"):
-        super().__init__(message, "closed")
-
-
 class Job:
     """One queued piece of work; `cancel()` is safe from any thread."""
 
@@ -184,8 +86,14 @@ class Job:
         return await asyncio.wrap_future(self.future)
 
 
+def _engine_error(error: NativeError) -> EngineError:
+    return EngineError(str(error), error.kind)
+
+
 class Engine:
-    """Owns the native engine and the single thread that drives it."""
+    """Owns the native engine and the single thread that drives it (implements api.ChatEngine)."""
+
+    can_warm = True
 
     def __init__(self, config: EngineConfig):
         self.config = config
@@ -215,6 +123,9 @@ class Engine:
         with self._lock:
             running = self._current is not None and not self._current.background
             return len(self._requests) + (1 if running else 0)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)  # saves slot state; joins the worker thread
 
     def close(self, timeout: float = 60.0) -> None:
         """Cancels what runs, saves slot state and frees the model. Idempotent."""
@@ -348,7 +259,7 @@ class Engine:
         try:
             engine = self._open()
         except BaseException as exc:
-            failure = EngineError.from_native(exc) if isinstance(exc, NativeError) else exc
+            failure = _engine_error(exc) if isinstance(exc, NativeError) else exc
             self._loaded.set_exception(failure)
             self._fail_queued(failure)
             return
@@ -394,7 +305,7 @@ class Engine:
                     return
             job.future.set_result(result)
         except NativeError as exc:
-            job.future.set_exception(EngineError.from_native(exc))
+            job.future.set_exception(_engine_error(exc))
         except BaseException as exc:  # the worker must outlive any one request
             job.future.set_exception(exc)
         finally:

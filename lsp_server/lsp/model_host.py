@@ -1,4 +1,9 @@
-"""The one owner of the resident engine: it loads, reloads and closes it, one load at a time.
+"""The one owner of the engine: it loads, reloads and closes it, one load at a time.
+
+The engine is the model in this process (engine.local), or an OpenAI-compatible server when the
+`backend` setting names one (engine.remote); for a server, "loading" is checking that it answers and
+serves the model, and a check that failed is tried again by the next request (the server may be up
+by then).
 
 Every request asks the host for the engine; settings changes ask it for a new one. Loads never overlap:
 a request that arrives while the model loads (or while the client's configuration is still on its way)
@@ -14,8 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from ..engine import models
-from ..engine.local import Engine, EngineConfig, EngineError, model_cache_key
+from ..engine import ChatEngine, Engine, EngineConfig, EngineError, model_cache_key, models
 from .settings import Settings
 
 log = logging.getLogger("llama_lsp.model_host")
@@ -27,9 +31,10 @@ CONFIGURATION_WAIT_S = 10.0
 class ModelUnavailable(Exception):
     """The model could not be loaded; the message names the fix."""
 
-    def __init__(self, message: str, install_model: str | None = None):
+    def __init__(self, message: str, install_model: str | None = None, retry: bool = False):
         super().__init__(message)
         self.install_model = install_model
+        self.retry = retry  # the next request loads again (a remote server may be up by then)
 
 
 class LoadEvents(Protocol):
@@ -47,7 +52,7 @@ class ModelHost:
     def __init__(self, events: LoadEvents, current_settings: Callable[[], Settings]):
         self._events = events
         self._current_settings = current_settings
-        self.engine: Engine | None = None
+        self.engine: ChatEngine | None = None
         self.error: ModelUnavailable | None = None
         self.n_loads = 0
         self._target: Settings | None = None  # the settings the engine should have
@@ -71,7 +76,7 @@ class ModelHost:
         if not self.loading:
             self._driver = asyncio.ensure_future(self._drive())
 
-    async def ready(self) -> Engine:
+    async def ready(self) -> ChatEngine:
         """The loaded engine; waits for the load in flight; raises ModelUnavailable if it cannot load."""
         if not self._requested.is_set():
             try:  # the server asks once the client's configuration has arrived
@@ -81,6 +86,10 @@ class ModelHost:
                     "no configuration after %.0f s; loading the model as configured", CONFIGURATION_WAIT_S
                 )
                 self.want(self._current_settings())
+        if self.engine is None and self.error is not None and self.error.retry and not self.loading:
+            self._done_for = None
+            if self._target is not None:
+                self.want(self._target)
         while self.loading:
             assert self._driver is not None
             await asyncio.shield(self._driver)
@@ -114,7 +123,30 @@ class ModelHost:
                 self._events.load_failed(target, exc)
             self._done_for = target.engine_fields()
 
-    async def _load(self, settings: Settings) -> Engine:
+    async def _load(self, settings: Settings) -> ChatEngine:
+        engine, unavailable = self._engine_for(settings)
+        self.n_loads += 1
+        end_progress = await self._events.load_started(settings)
+        try:
+            info = await engine.ready()
+        except EngineError as exc:
+            await engine.aclose()
+            raise unavailable(exc) from None
+        except asyncio.CancelledError:  # closed while loading: free what was loaded
+            await asyncio.shield(engine.aclose())
+            raise
+        finally:
+            end_progress()
+        self._events.load_finished(settings, info)
+        return engine
+
+    @staticmethod
+    def _engine_for(settings: Settings) -> tuple[ChatEngine, Callable[[EngineError], ModelUnavailable]]:
+        """The engine the settings ask for, not loaded yet, and how to report that it failed to load."""
+        if settings.backend is not None:
+            from ..engine.remote import RemoteEngine  # the openai package takes a second to import
+
+            return RemoteEngine(settings.backend), lambda exc: ModelUnavailable(str(exc), retry=True)
         try:
             model_path = models.resolve(settings.model)
         except models.ModelError as exc:
@@ -128,22 +160,9 @@ class ModelHost:
                 state_dir=settings.cache_dir / "state" / model_cache_key(model_path),
             )
         )
-        self.n_loads += 1
-        end_progress = await self._events.load_started(settings)
-        try:
-            info = await engine.ready()
-        except EngineError as exc:
-            await asyncio.to_thread(engine.close)
-            raise ModelUnavailable(f"could not load {model_path}: {exc}") from None
-        except asyncio.CancelledError:  # closed while loading: free what was loaded
-            await asyncio.shield(asyncio.to_thread(engine.close))
-            raise
-        finally:
-            end_progress()
-        self._events.load_finished(settings, info)
-        return engine
+        return engine, lambda exc: ModelUnavailable(f"could not load {model_path}: {exc}")
 
     async def _close_engine(self) -> None:
         engine, self.engine = self.engine, None
         if engine is not None:
-            await asyncio.to_thread(engine.close)  # saves slot state; joins the worker thread
+            await engine.aclose()

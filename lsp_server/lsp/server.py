@@ -21,7 +21,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import default_converter
 
 from .. import __version__
-from ..engine.local import Engine, EngineError
+from ..engine import ChatEngine, EngineError
 from . import chat, code_actions, documents, protocol, rpc, settings
 from .model_host import ModelHost, ModelUnavailable
 from .text_document import LspWorkspace
@@ -80,8 +80,8 @@ class AssistantServer(LanguageServer):
         last_stats = self.turns.stats.last_json()
         if last_stats is not None:
             payload["lastStats"] = last_stats
-        if state in (protocol.READY, protocol.BUSY):
-            payload["warm"] = self.warmer.warm_uris
+        if state in (protocol.READY, protocol.BUSY) and (self.engine is None or self.engine.can_warm):
+            payload["warm"] = self.warmer.warm_uris  # absent for a remote backend: nothing is warmed
         self.protocol.notify(protocol.STATUS, payload)
 
     def refresh_status(self) -> None:
@@ -103,22 +103,30 @@ class AssistantServer(LanguageServer):
     # ---- model: the host loads it; these turn its events into status and progress ----------------
 
     async def load_started(self, config: settings.Settings) -> Callable[[], None]:
-        self.set_status(protocol.LOADING, f"loading {config.model}")
+        doing = "connecting to" if config.backend is not None else "loading"
+        self.set_status(protocol.LOADING, f"{doing} {config.engine_name}")
         token = f"llama-lsp-load-{self.model_host.n_loads}"
-        if not await self._begin_progress(token, f"Loading {config.model}"):
+        if not await self._begin_progress(token, f"{doing.capitalize()} {config.engine_name}"):
             return lambda: None
         return lambda: self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
 
     def load_finished(self, config: settings.Settings, info: dict[str, Any]) -> None:
         log.info("model ready: %s (%.1f s)", info.get("model_desc"), info.get("t_load_ms", 0) / 1000)
-        self.set_status(protocol.READY, f"{config.model} ready")
+        self.set_status(protocol.READY, f"{config.engine_name} ready")
         self.warmer.rewarm()  # a new engine: what the old one held is gone (or restored from disk)
 
     def load_failed(self, config: settings.Settings, error: ModelUnavailable) -> None:
+        repeated = (self.state, self._status_details[0]) == (protocol.ERROR, str(error))
         self.set_status(protocol.ERROR, str(error), error.install_model)
-        self.window_show_message(
-            types.ShowMessageParams(type=types.MessageType.Error, message=f"llama-lsp: {error}")
-        )
+        if not repeated:  # a remote backend that stays down is checked again by every request
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Error, message=f"llama-lsp: {error}")
+            )
+
+    def backend_failed(self, error: EngineError) -> None:
+        """A request failed because the remote backend did: the status says what is wrong until a
+        request succeeds again."""
+        self.set_status(protocol.ERROR, str(error))
 
     async def _begin_progress(self, token: str, title: str) -> bool:
         window = self.client_capabilities.window
@@ -133,11 +141,11 @@ class AssistantServer(LanguageServer):
         return True
 
     @property
-    def engine(self) -> Engine | None:
+    def engine(self) -> ChatEngine | None:
         """The engine if one is loaded or loading; None otherwise (nothing waits for it)."""
         return self.model_host.engine
 
-    async def ready_engine(self) -> Engine:
+    async def ready_engine(self) -> ChatEngine:
         """The loaded engine; waits while it loads; raises a clear error if it cannot load."""
         try:
             return await self.model_host.ready()
@@ -167,6 +175,8 @@ def _lsp_errors(handler: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable
         except documents.StaleDocument as exc:
             raise JsonRpcContentModified(str(exc)) from None
         except (code_actions.NoEdit, EngineError) as exc:
+            if isinstance(exc, EngineError) and exc.backend_fault:
+                args[0].backend_failed(exc)
             raise JsonRpcException(f"llama-lsp: {exc}", code=REQUEST_FAILED) from None
         except (JsonRpcException, asyncio.CancelledError):
             raise
@@ -256,7 +266,7 @@ def create_server() -> AssistantServer:
         info = await engine.info() if engine is not None else None
         return {
             "state": ls.state,
-            "model": ls.settings.model,
+            "model": ls.settings.engine_name,
             "error": str(ls.model_host.error) if ls.model_host.error else None,
             "modelLoads": ls.model_host.n_loads,
             "engine": info,

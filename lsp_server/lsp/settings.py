@@ -7,11 +7,13 @@ instead of failing the whole start.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from ..engine import models
+from ..engine import RemoteConfig, models
 
 SECTION = "llamaLsp"
 
@@ -32,10 +34,21 @@ class Settings:
     max_verify_attempts: int = 3
     # Warming the cache in the background (lsp_server.lsp.warming).
     warm: bool = True
+    # None: the model runs in this process ("local"); else an OpenAI-compatible server (engine.remote).
+    backend: RemoteConfig | None = None
 
     def engine_fields(self) -> tuple[Any, ...]:
         """What reloading the model depends on."""
+        if self.backend is not None:
+            return (self.backend,)
         return (self.model, self.context_size, self.threads, self.slots, self.cache_dir)
+
+    @property
+    def engine_name(self) -> str:
+        """The model as the status names it."""
+        if self.backend is not None:
+            return f"{self.backend.model} at {self.backend.url}"
+        return self.model
 
 
 _WIRE_NAMES = {
@@ -51,6 +64,7 @@ _WIRE_NAMES = {
     "verifyTimeout": "verify_timeout",
     "maxVerifyAttempts": "max_verify_attempts",
     "warm": "warm",
+    "backend": "backend",
 }
 
 _LIMITS: dict[str, tuple[float, float]] = {
@@ -86,6 +100,8 @@ def merge(base: Settings, raw: Any) -> tuple[Settings, list[str]]:
 
 
 def _convert(name: str, value: Any, default: Any) -> Any:
+    if name == "backend":
+        return _backend(value)
     if name == "verify_command":  # the one optional string: empty unsets it
         if not isinstance(value, str):
             raise TypeError("expected a shell command string")
@@ -112,3 +128,30 @@ def _convert(name: str, value: Any, default: Any) -> Any:
             raise ValueError("expected a whole number")
         return int(value)
     return float(value)
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _backend(value: Any) -> RemoteConfig | None:
+    """ "local", or {"url", "model", "apiKeyEnv"}: the key itself is never a setting, only where it is."""
+    if value == "local":
+        return None
+    if not isinstance(value, dict):
+        raise TypeError('expected "local" or {"url": "http://host:port/v1", "model": "..."}')
+    url, model, key_env = value.get("url"), value.get("model"), value.get("apiKeyEnv")
+    if not isinstance(url, str) or urlsplit(url.strip()).scheme not in ("http", "https"):
+        raise ValueError("backend.url must be an http:// or https:// URL, e.g. http://host:8080/v1")
+    if not isinstance(model, str) or not model.strip():
+        raise ValueError("backend.model must name the model the server serves")
+    if key_env is not None and (not isinstance(key_env, str) or not _ENV_NAME.fullmatch(key_env)):
+        raise ValueError("backend.apiKeyEnv must be the name of an environment variable, not the key")
+    timeout = value.get("timeout", RemoteConfig.timeout_s)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 1 <= timeout <= 3600:
+        raise ValueError("backend.timeout must be seconds, 1 to 3600")
+    return RemoteConfig(
+        url=url.strip().rstrip("/"),
+        model=model.strip(),
+        api_key_env=key_env or None,
+        timeout_s=float(timeout),
+    )

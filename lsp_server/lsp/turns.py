@@ -36,7 +36,7 @@ from ..assistant.conversation import (
 )
 from ..assistant.tools import TOOL_NAMES, Diagnostic, ToolRunner, Workspace
 from ..assistant.verify import Verification, Verifier
-from ..engine.local import ChatRequest, Engine
+from ..engine import ChatEngine, ChatRequest
 from . import documents, lsp_json, protocol
 from .settings import Settings
 
@@ -54,7 +54,7 @@ class ServerContext(Protocol):
     @property
     def settings(self) -> Settings: ...
 
-    async def ready_engine(self) -> Engine: ...
+    async def ready_engine(self) -> ChatEngine: ...
 
     def busy(self) -> AbstractContextManager[None]: ...
 
@@ -74,10 +74,12 @@ class StatsBook:
 
     def totals_json(self) -> dict[str, Any]:
         totals = self.totals
-        hit_rate = totals.n_reused / totals.n_prompt if totals.n_prompt else 0.0
+        hit_rate = None  # unknown where a remote backend did not say
+        if totals.n_reused is not None:
+            hit_rate = round(totals.n_reused / totals.n_prompt, 4) if totals.n_prompt else 0.0
         summed = protocol.stats_json(totals)
         del summed["tFirstTokenMs"]  # one turn's wait: it does not add up across turns
-        return {"requests": self.requests, **summed, "cacheHitRate": round(hit_rate, 4)}
+        return {"requests": self.requests, **summed, "cacheHitRate": hit_rate}
 
     def last_json(self) -> dict[str, Any] | None:
         return protocol.stats_json(self.last) if self.last is not None else None
@@ -87,7 +89,7 @@ class StatsBook:
 class DocumentTurn:
     """One request's work on one document (or on none, for a chat about the workspace)."""
 
-    engine: Engine
+    engine: ChatEngine
     settings: Settings
     conversation: Conversation
     runner: ToolRunner

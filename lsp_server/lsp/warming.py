@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol
 
-from ..engine import ChatRequest, Engine, EngineError
+from ..engine import ChatEngine, ChatRequest, EngineError
 from .settings import Settings
 from .turns import TurnService, new_conversation_slot
 
@@ -30,9 +30,9 @@ class WarmingContext(Protocol):
     def settings(self) -> Settings: ...
 
     @property
-    def engine(self) -> Engine | None: ...
+    def engine(self) -> ChatEngine | None: ...
 
-    async def ready_engine(self) -> Engine: ...
+    async def ready_engine(self) -> ChatEngine: ...
 
 
 class Warmer:
@@ -143,6 +143,8 @@ class Warmer:
         """Reads the request's messages into its slot; False when that did not happen."""
         try:
             engine = await self._server.ready_engine()
+            if not engine.can_warm:  # a remote backend: its server keeps its own cache
+                return False
             job = engine.warm(request)
         except Exception as exc:  # no model (yet): there is nothing to warm
             log.debug("not warming: %s", exc)

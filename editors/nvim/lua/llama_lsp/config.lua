@@ -24,6 +24,16 @@ local M = {}
 ---@field warm? boolean             warm the cache in the background: an open buffer's prompt when it is
 ---                                  opened and after typing pauses, each answer for the follow-up
 ---                                  (default true); false: the model runs only when asked
+---@field backend? "local"|llama_lsp.RemoteBackend where the model runs: "local" (default), in the server's
+---                                  process, or an OpenAI-compatible server that answers instead
+
+---An OpenAI-compatible server (llama.cpp's llama-server, vLLM). The API key is never a setting: the
+---server reads it from the environment variable `apiKeyEnv` names.
+---@class llama_lsp.RemoteBackend
+---@field url string                 e.g. "http://gpu-box:8080/v1"
+---@field model string               the model name that server serves
+---@field apiKeyEnv? string          the environment variable that holds the API key
+---@field timeout? number            seconds to wait for the server's next bytes (default 600)
 
 ---@class llama_lsp.Options
 ---@field cmd string[]                  how to start the server
@@ -68,14 +78,18 @@ function M.setup(opts)
   return M.options
 end
 
----The `llamaLsp` settings for the server: `init_options`, with `verifyCommand` always present ("" for
----none). The server keeps a setting that a later configuration leaves out, so without this, dropping
----verifyCommand from a second setup() would leave running servers checking edits.
+---The `llamaLsp` settings for the server: `init_options`, with `verifyCommand` ("" for none) and
+---`backend` ("local" for none) always present. The server keeps a setting that a later configuration
+---leaves out, so without this, dropping verifyCommand from a second setup() would leave running servers
+---checking edits, and dropping backend would leave them sending code to the remote server.
 ---@return llama_lsp.ServerSettings
 function M.server_settings()
   local settings = vim.deepcopy(M.options.init_options)
   if settings.verifyCommand == nil or settings.verifyCommand == false then
     settings.verifyCommand = ""
+  end
+  if settings.backend == nil then
+    settings.backend = "local"
   end
   return settings
 end

@@ -51,6 +51,11 @@ local function check_server()
 end
 
 local function check_model()
+  local backend = config.options.init_options.backend
+  if type(backend) == "table" then -- nothing to install here: the remote server has the model
+    health.info(string.format("model: %s at %s (backend)", tostring(backend.model), tostring(backend.url)))
+    return
+  end
   local model = config.options.init_options.model
   local code, output = run(model and { "model", "path", model } or { "model", "path" })
   if code == 0 then

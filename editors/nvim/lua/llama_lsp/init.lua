@@ -22,7 +22,8 @@ local last_client_id ---@type integer?
 ---@param stats? table
 ---@return number?
 function M.reuse_of(stats)
-  if stats and (stats.nPrompt or 0) > 0 then
+  -- nReused is absent when a remote backend does not report its cached tokens: unknown, not 0.
+  if stats and stats.nReused and (stats.nPrompt or 0) > 0 then
     return stats.nReused / stats.nPrompt
   end
 end

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { beforeEach, describe, test } from 'node:test';
 import * as vscode from 'vscode';
 import {
+  DEFAULT_BACKEND,
   DEFAULT_CONTEXT_SIZE,
   DEFAULT_MAX_VERIFY_ATTEMPTS,
   DEFAULT_MODEL,
@@ -32,6 +33,7 @@ describe('settings', () => {
       verifyTimeout: DEFAULT_VERIFY_TIMEOUT,
       maxVerifyAttempts: DEFAULT_MAX_VERIFY_ATTEMPTS,
       warm: true,
+      backend: 'local',
     });
   });
 
@@ -45,6 +47,7 @@ describe('settings', () => {
       'llamaLsp.verifyTimeout': 30,
       'llamaLsp.maxVerifyAttempts': 2,
       'llamaLsp.warm': false,
+      'llamaLsp.backend': { url: 'http://gpu-box:8080/v1', model: 'qwen2.5-coder-7b', apiKeyEnv: 'LLAMA_API_KEY' },
     };
     const options = initializationOptions(readSettings(vscode.workspace.getConfiguration('llamaLsp')), true);
     assert.deepEqual(options, {
@@ -55,6 +58,7 @@ describe('settings', () => {
       verifyTimeout: 30,
       maxVerifyAttempts: 2,
       warm: false,
+      backend: { url: 'http://gpu-box:8080/v1', model: 'qwen2.5-coder-7b', apiKeyEnv: 'LLAMA_API_KEY' },
     });
   });
 
@@ -77,6 +81,14 @@ describe('settings', () => {
     assert.equal(options.verifyTimeout, DEFAULT_VERIFY_TIMEOUT);
   });
 
+  test("a user's backend reaches an untrusted workspace's server: Restricted Mode drops only the workspace's", () => {
+    const backend = { url: 'http://gpu-box:8080/v1', model: 'm' };
+    stub.config = { 'llamaLsp.backend': backend };
+    const options = initializationOptions(readSettings(vscode.workspace.getConfiguration('llamaLsp')), false);
+    assert.deepEqual(options.backend, backend);
+    assert.deepEqual(configurationForServer('llamaLsp.backend', backend, false), backend);
+  });
+
   test("the manifest's defaults are the code's defaults", () => {
     const properties = manifest.contributes.configuration.properties;
     assert.equal(properties['llamaLsp.model'].default, DEFAULT_MODEL);
@@ -90,6 +102,17 @@ describe('settings', () => {
     assert.equal(properties['llamaLsp.warm'].type, 'boolean');
     assert.equal(properties['llamaLsp.warm'].default, DEFAULT_WARM);
     assert.match(properties['llamaLsp.warm'].markdownDescription, /background/);
+    assert.equal(properties['llamaLsp.backend'].default, DEFAULT_BACKEND);
+    assert.deepEqual(properties['llamaLsp.backend'].type, ['string', 'object']);
+  });
+
+  test('the backend setting says where the key comes from, with an example', () => {
+    const backend = manifest.contributes.configuration.properties['llamaLsp.backend'];
+    assert.deepEqual(backend.required, ['url', 'model']);
+    assert.deepEqual(Object.keys(backend.properties).sort(), ['apiKeyEnv', 'model', 'timeout', 'url']);
+    assert.match(backend.markdownDescription, /apiKeyEnv/);
+    assert.match(backend.markdownDescription, /never a setting/);
+    assert.match(backend.markdownDescription, /"url": "http:\/\/[^"]+\/v1"/);
   });
 
   test("the verify settings have the server's bounds (lsp_server/lsp/settings.py)", () => {
@@ -140,6 +163,8 @@ describe('workspace trust', () => {
     assert.ok(trust.description.length > 0);
     assert.ok(trust.restrictedConfigurations.includes('llamaLsp.verifyCommand'));
     assert.ok(trust.restrictedConfigurations.includes('llamaLsp.serverCommand'));
+    // A workspace's backend could send the code to a server of its choosing.
+    assert.ok(trust.restrictedConfigurations.includes('llamaLsp.backend'));
   });
 });
 

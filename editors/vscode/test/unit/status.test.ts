@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { beforeEach, describe, test } from 'node:test';
-import type { TurnStats } from '../../src/protocol';
+import type { StatsResult, TurnStats } from '../../src/protocol';
 import {
   COLD_LINE,
   WARM_LINE,
@@ -67,6 +67,11 @@ describe('status text', () => {
       formatStats({ ...stats, nPrompt: 0, nReused: 0, nGenerated: 1 }),
       '0 of 0 prompt tokens cached (0%) · 1 tokens',
     );
+    // A remote backend that does not report its cached tokens: no made-up 0%.
+    const unreported = { ...stats, nReused: null };
+    assert.equal(formatStats(unreported), '1,800 prompt tokens · 40 tokens');
+    assert.equal(reusePercent(unreported), undefined);
+    assert.equal(statusView({ phase: 'ready', lastStats: unreported }).text, '$(check) Llama: ready');
   });
 
   test('a status notification replaces the state but keeps the last stats', () => {
@@ -103,7 +108,7 @@ describe('status text', () => {
   });
 
   test('the stats summary names the model, the totals and the last request', () => {
-    const line = statsSummary({
+    const result: StatsResult = {
       state: 'ready',
       model: 'qwen2.5-coder-0.5b',
       error: null,
@@ -121,10 +126,21 @@ describe('status text', () => {
         cacheHitRate: 0.75,
       },
       lastStats: stats,
-    });
+    };
     assert.equal(
-      line,
+      statsSummary(result),
       'qwen2.5-coder-0.5b: ready · 3 requests, 3,000 of 4,000 prompt tokens cached (75%) · last: 1,728 of 1,800 prompt tokens cached (96%) · 40 tokens',
+    );
+    // A remote backend that does not report its cached tokens.
+    const remote: StatsResult = {
+      ...result,
+      model: 'm at http://gpu-box:8080/v1',
+      totals: { ...result.totals, nReused: null, cacheHitRate: null },
+      lastStats: { ...stats, nReused: null },
+    };
+    assert.equal(
+      statsSummary(remote),
+      'm at http://gpu-box:8080/v1: ready · 3 requests · last: 1,800 prompt tokens · 40 tokens',
     );
   });
 });

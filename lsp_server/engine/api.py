@@ -1,0 +1,175 @@
+"""The engine interface: what the layers above ask of an engine, and the types they exchange.
+
+Two engines implement it: the in-process one (local: llama.cpp through the native shim) and a remote
+one (remote: an OpenAI-compatible server such as llama-server or vLLM). The turn loop, warming and the
+server talk to `ChatEngine` only, and never know which one they have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+# EngineError kinds that mean the remote backend is at fault, not the request.
+BACKEND_FAULTS = frozenset(
+    {
+        "unreachable",
+        "unauthorized",
+        "model_not_found",
+        "overloaded",
+        "server_error",
+        "stream_broken",
+        "timeout",
+    }
+)
+
+
+@dataclass(frozen=True)
+class RemoteConfig:
+    """Where the remote engine (remote.py) finds its server; here so that settings can hold one without
+    importing the `openai` package."""
+
+    url: str  # the API's base URL, e.g. http://host:8080/v1
+    model: str
+    api_key_env: str | None = None  # the environment variable that holds the key; the key is never stored
+    timeout_s: float = 600.0  # the longest wait for the server's next bytes (the first: the prompt is read)
+    connect_timeout_s: float = 10.0
+    max_retries: int = 2
+
+
+@dataclass
+class Stats:
+    n_prompt: int = 0
+    n_common: int = 0  # tokens of the prompt the cache held
+    n_reused: int | None = 0  # tokens kept without evaluation (n_common cut to a chunk boundary);
+    # None: unknown (a remote backend that reports no cached tokens)
+    n_evaluated: int = 0
+    n_generated: int = 0
+    t_match_ms: float = 0.0
+    t_prefill_ms: float = 0.0
+    t_first_token_ms: float = 0.0
+    t_decode_ms: float = 0.0
+    slot: int = -1
+
+    @classmethod
+    def from_native(cls, data: dict[str, Any]) -> Stats:
+        known = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any] | str
+
+
+@dataclass
+class ChatRequest:
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str = "auto"  # auto | required | none
+    allowed_tools: list[str] | None = None  # callable subset; all `tools` stay declared in the prompt
+    parallel_tool_calls: bool = False
+    max_tokens: int = 512
+    temperature: float = 0.0  # 0 is greedy
+    top_k: int = 40
+    top_p: float = 0.95
+    seed: int = 0
+    stop: list[str] = field(default_factory=list)
+    slot: str | None = None  # the conversation this request continues
+    prompt: str | None = None  # a raw prompt instead of messages (benchmarks, models without a template)
+    warm: bool = False  # only read the messages into the slot's cache (no generation prompt, no answer)
+    background: bool = False  # may not evict a conversation's slot (set by Engine.submit)
+
+    def to_native(self) -> dict[str, Any]:
+        data = {k: v for k, v in asdict(self).items() if v is not None}
+        if self.prompt is not None:
+            data.pop("messages", None)
+        if not self.tools:
+            data.pop("tools", None)
+        return data
+
+
+@dataclass
+class ChatResult:
+    content: str
+    tool_calls: list[ToolCall]
+    finish_reason: str  # stop | length | tool_calls | cancelled | error
+    tokens: list[int]
+    stats: Stats
+    error_message: str | None = None
+
+    @classmethod
+    def from_native(cls, data: dict[str, Any]) -> ChatResult:
+        return cls(
+            content=data.get("content", ""),
+            tool_calls=[ToolCall(**call) for call in data.get("tool_calls", [])],
+            finish_reason=data.get("finish_reason", "stop"),
+            tokens=list(data.get("tokens", [])),
+            stats=Stats.from_native(data.get("stats", {})),
+            error_message=data.get("error_message"),
+        )
+
+    @classmethod
+    def cancelled_before_start(cls) -> ChatResult:
+        return cls(content="", tool_calls=[], finish_reason="cancelled", tokens=[], stats=Stats())
+
+
+class EngineError(Exception):
+    """The engine could not load or serve a request; the message says why.
+
+    The engine's own error type, so that nothing above it needs the native layer's. `kind` is the
+    native error's machine-readable type (llama_lsp.h), e.g. "model_load" or "context_overflow".
+    """
+
+    def __init__(self, message: str, kind: str = "internal"):
+        super().__init__(message)
+        self.kind = kind
+
+    @property
+    def backend_fault(self) -> bool:
+        """The remote backend failed (unreachable, refused the key, ...): the status should say so."""
+        return self.kind in BACKEND_FAULTS
+
+
+class EngineClosed(EngineError):
+    def __init__(self, message: str = "the engine is shut down"):
+        super().__init__(message, "closed")
+
+
+class WarmJob(Protocol):
+    async def wait(self) -> Any: ...
+
+    def cancel(self) -> None: ...
+
+
+class ChatEngine(Protocol):
+    """An engine that answers chat requests; the local and the remote engine implement it."""
+
+    @property
+    def can_warm(self) -> bool:
+        """Whether warm() reads prompts into a cache this process controls."""
+
+    @property
+    def queue_length(self) -> int:
+        """Requests waiting or running (background work not counted)."""
+
+    async def ready(self) -> dict[str, Any]:
+        """Waits until the engine can answer; returns its info, or raises EngineError."""
+
+    async def generate(
+        self, request: ChatRequest, on_piece: Callable[[str], None] | None = None
+    ) -> ChatResult:
+        """Answers the request, streaming the answer's text to on_piece. Cancelling the awaiting task
+        stops the answer."""
+
+    def warm(self, request: ChatRequest) -> WarmJob:
+        """Reads the request's messages into its slot in the background (only where can_warm)."""
+
+    async def info(self) -> dict[str, Any]:
+        """What the engine is and holds: its model, and `slots` (key, n_tokens) where it has them."""
+
+    async def aclose(self) -> None:
+        """Stops what runs and frees what the engine holds. Idempotent."""

@@ -1,0 +1,337 @@
+"""The remote backend's own cases: its setting, the faults a real llama-server can show (nothing on the
+port, a wrong key, a model it does not serve, killed mid-answer), the faults it cannot be made to show
+on demand (429 and 5xx, unreadable events, silence: from a server in this file that fails on purpose),
+and three clients sharing one server's prefix cache.
+
+The features themselves (chat, streaming, cancel, code actions, tool calls) run on both backends with
+the same assertions: the tests marked `backends("local", "remote")` in test_server and test_code_actions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import ClientServerConfig
+
+from lsp_server.engine import RemoteConfig
+from lsp_server.lsp import protocol, settings
+
+from .llama_server import LlamaServer, free_port
+from .lsp_client import SERVER_COMMAND, AssistantClient, initialize_params, make_client, open_document
+
+in_module_loop = pytest.mark.asyncio(loop_scope="module")
+
+MODEL = "qwen2.5-coder-0.5b"
+OPTIONS = {"maxTokens": 48, "maxToolSteps": 2}
+LONG_ANSWER = "Count from 1 to 300, one number per line."
+
+
+@asynccontextmanager
+async def language_server(
+    workspace: Path, backend: dict[str, Any], env: dict[str, str] | None = None
+) -> AsyncIterator[AssistantClient]:
+    """One editor's language server, on the given backend, started and initialized; shut down after."""
+    config = ClientServerConfig(
+        server_command=SERVER_COMMAND, client_factory=make_client, server_env={**os.environ, **(env or {})}
+    )
+    client = await config.start()
+    assert isinstance(client, AssistantClient)
+    try:
+        await client.initialize_session(initialize_params(workspace, {**OPTIONS, "backend": backend}))
+        await settled(client)
+        yield client
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+
+
+async def settled(client: AssistantClient, after: int = 0) -> dict[str, Any]:
+    """The first status after the first `after` ones that says the backend is ready or failed."""
+    while True:
+        for status in client.statuses[after:]:
+            if status["state"] in (protocol.READY, protocol.ERROR):
+                return status
+        await asyncio.sleep(0.05)
+
+
+async def chat(client: AssistantClient, params: dict[str, Any]) -> dict[str, Any]:
+    return await client.request(protocol.CHAT, params)
+
+
+async def chat_error(client: AssistantClient, params: dict[str, Any]) -> str:
+    with pytest.raises(JsonRpcException) as error:
+        await chat(client, params)
+    return str(error.value.message)
+
+
+def last_status(client: AssistantClient) -> dict[str, Any]:
+    return client.statuses[-1]
+
+
+# ---- the setting ---------------------------------------------------------------------------------
+
+
+def test_the_backend_setting_takes_local_or_a_server_and_never_a_key():
+    remote, warnings = settings.merge(
+        settings.Settings(),
+        {"backend": {"url": "https://team.example/v1/", "model": "coder", "apiKeyEnv": "TEAM_KEY"}},
+    )
+    assert not warnings
+    expected = RemoteConfig(url="https://team.example/v1", model="coder", api_key_env="TEAM_KEY")
+    assert remote.backend == expected
+    assert remote.engine_fields() == (remote.backend,)  # a new server reloads; local fields do not
+    assert settings.merge(remote, {"backend": "local"})[0].backend is None
+    for bad in (
+        {"url": "team.example:8080", "model": "coder"},  # no scheme
+        {"url": "http://team.example/v1"},  # no model
+        {"url": "http://team.example/v1", "model": "coder", "apiKeyEnv": "sk-123 secret"},  # a key
+        {"url": "http://team.example/v1", "model": "coder", "timeout": 0},
+        "remote",
+    ):
+        kept, warnings = settings.merge(remote, {"backend": bad})
+        assert kept.backend == remote.backend and len(warnings) == 1, bad
+
+
+# ---- faults, against a real server ------------------------------------------------------------------
+
+
+@in_module_loop
+async def test_nothing_on_the_port_says_so_and_the_next_request_finds_the_server_once_it_is_up(
+    test_model_path: Path, workspace: Path, tmp_path: Path
+):
+    server = LlamaServer(test_model_path, MODEL, tmp_path / "server.log", "-c", "4096")
+    async with language_server(workspace, server.backend()) as client:
+        status = last_status(client)
+        assert status["state"] == protocol.ERROR
+        assert "could not reach" in status["message"] and server.url in status["message"]
+        assert "could not reach" in await chat_error(client, {"message": "Say hi."})
+        assert (await client.request(protocol.STATS, {}))["state"] == protocol.ERROR  # still serving
+        server.start()
+        try:
+            answer = await chat(client, {"message": "Say hi."})  # the next request connects again
+            assert answer["content"] and answer["stats"]["nPrompt"] > 0
+            assert last_status(client)["state"] == protocol.READY
+        finally:
+            server.stop()
+
+
+@in_module_loop
+async def test_a_wrong_key_names_the_variable_and_the_right_one_works(
+    test_model_path: Path, workspace: Path, tmp_path: Path
+):
+    server = LlamaServer(test_model_path, MODEL, tmp_path / "server.log", "-c", "4096", "--api-key", "s3cret")
+    server.start()
+    env = {"LLAMA_LSP_WRONG_KEY": "guess", "LLAMA_LSP_RIGHT_KEY": "s3cret"}
+    try:
+        async with language_server(workspace, server.backend(apiKeyEnv="LLAMA_LSP_WRONG_KEY"), env) as client:
+            message = await chat_error(client, {"message": "Say hi."})
+            assert "LLAMA_LSP_WRONG_KEY" in message and "401" in message
+            assert "guess" not in message  # the key itself is never shown
+            assert last_status(client)["state"] == protocol.ERROR
+            assert "LLAMA_LSP_WRONG_KEY" in last_status(client)["message"]
+            seen = len(client.statuses)
+            client.workspace_did_change_configuration(
+                types.DidChangeConfigurationParams(
+                    settings={"llamaLsp": {"backend": server.backend(apiKeyEnv="LLAMA_LSP_RIGHT_KEY")}}
+                )
+            )
+            assert (await asyncio.wait_for(settled(client, seen), 60))["state"] == protocol.READY
+            assert (await chat(client, {"message": "Say hi."}))["content"]
+    finally:
+        server.stop()
+
+
+@in_module_loop
+async def test_a_server_killed_mid_answer_fails_that_request_clearly_and_a_restarted_one_serves(
+    test_model_path: Path, workspace: Path, tmp_path: Path
+):
+    port = free_port()
+    server = LlamaServer(test_model_path, MODEL, tmp_path / "server.log", "-c", "4096", port=port)
+    server.start()
+    try:
+        async with language_server(workspace, server.backend()) as client:
+            uri = open_document(client, workspace / "inventory.py")
+            answer = asyncio.ensure_future(
+                chat(
+                    client,
+                    {"textDocument": {"uri": uri}, "message": LONG_ANSWER, "partialResultToken": "killed"},
+                )
+            )
+            while not client.partials.get("killed"):
+                await asyncio.sleep(0.02)
+            server.kill()
+            with pytest.raises(JsonRpcException) as error:
+                await asyncio.wait_for(answer, 60)
+            assert "midway" in error.value.message or "could not reach" in error.value.message
+            assert last_status(client)["state"] == protocol.ERROR
+            server = LlamaServer(test_model_path, MODEL, tmp_path / "again.log", "-c", "4096", port=port)
+            server.start()
+            assert (await chat(client, {"textDocument": {"uri": uri}, "message": "Say hi."}))["content"]
+            assert last_status(client)["state"] == protocol.READY
+    finally:
+        server.stop()
+
+
+# ---- a team on one server -------------------------------------------------------------------------
+
+
+@in_module_loop
+async def test_three_clients_interleaving_follow_ups_all_hit_the_servers_prefix_cache(
+    llama_servers: Any, workspace: Path
+):
+    server = llama_servers.serving(MODEL)
+    files = [workspace / "inventory.py", workspace / "test_inventory.py", workspace / "big.py"]
+    async with (
+        language_server(workspace, server.backend()) as first,
+        language_server(workspace, server.backend()) as second,
+        language_server(workspace, server.backend()) as third,
+    ):
+        clients = [first, second, third]
+        uris = [open_document(client, path) for client, path in zip(clients, files, strict=True)]
+        conversations = []
+        for client, uri in zip(clients, uris, strict=True):
+            opened = await chat(client, {"textDocument": {"uri": uri}, "message": "What is this file for?"})
+            conversations.append(opened["conversationId"])
+        for question in ("Name one function in it.", "Is anything in it unused?"):
+            for client, uri, conversation in zip(clients, uris, conversations, strict=True):
+                follow_up = await chat(
+                    client,
+                    {"textDocument": {"uri": uri}, "message": question, "conversationId": conversation},
+                )
+                stats = follow_up["stats"]
+                assert stats["nReused"] >= 0.8 * stats["nPrompt"], (uri, stats)
+
+
+# ---- faults llama-server cannot be made to show on demand --------------------------------------------
+
+
+class FaultyServer(ThreadingHTTPServer):
+    """An OpenAI-compatible endpoint that fails on purpose, one planned behaviour per chat request (the
+    last one repeats): "429" and "500" (status errors), "answer" (a streamed "Hello" whose usage has no
+    cached-token count), "garbled" (an event that is not JSON, mid-answer), "silent" (nothing for 3 s)."""
+
+    def __init__(self, plan: list[str]):
+        super().__init__(("127.0.0.1", 0), _FaultyHandler)
+        self.plan = plan
+        self.requests = 0
+
+    @property
+    def backend(self) -> dict[str, Any]:
+        return {"url": f"http://127.0.0.1:{self.server_address[1]}/v1", "model": "faulty", "timeout": 1}
+
+    def next_behaviour(self) -> str:
+        self.requests += 1
+        return self.plan[min(self.requests, len(self.plan)) - 1]
+
+
+class _FaultyHandler(BaseHTTPRequestHandler):
+    server: FaultyServer
+
+    def log_message(self, *_args: Any) -> None:  # quiet
+        pass
+
+    def _json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        for name, value in {"Content-Type": "application/json", **(headers or {})}.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        models = [{"id": "faulty", "object": "model", "created": 0, "owned_by": "tests"}]
+        self._json(200, {"object": "list", "data": models})
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        behaviour = self.server.next_behaviour()
+        if behaviour in ("429", "500"):
+            error = {"error": {"message": f"planned {behaviour}", "type": "test"}}
+            self._json(int(behaviour), error, {"retry-after-ms": "10"})
+            return
+        if behaviour == "silent":
+            time.sleep(3)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "faulty"}
+        self._event({**chunk, "choices": [{"index": 0, "delta": {"content": "Hel"}}]})
+        if behaviour == "garbled":
+            self.wfile.write(b"data: {this is not json\n\n")
+            return
+        self._event({**chunk, "choices": [{"index": 0, "delta": {"content": "lo"}, "finish_reason": "stop"}]})
+        usage = {"prompt_tokens": 700, "completion_tokens": 2, "total_tokens": 702}
+        self._event({**chunk, "choices": [], "usage": usage})
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def _event(self, data: Any) -> None:
+        self.wfile.write(f"data: {json.dumps(data)}\n\n".encode())
+        self.wfile.flush()
+
+
+@pytest.fixture
+def faulty(request: pytest.FixtureRequest) -> Iterator[FaultyServer]:
+    server = FaultyServer(list(request.param))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@in_module_loop
+@pytest.mark.parametrize("faulty", [["429", "429", "answer"]], indirect=True)
+async def test_429_is_retried_with_backoff_and_an_unreported_cache_is_unknown(
+    faulty: FaultyServer, workspace: Path
+):
+    async with language_server(workspace, faulty.backend) as client:
+        answer = await chat(client, {"message": "Say hi.", "partialResultToken": "retried"})
+        assert answer["content"] == "Hello" and faulty.requests == 3
+        assert [p["delta"] for p in client.partials["retried"]] == ["Hel", "lo"]
+        assert answer["stats"]["nPrompt"] == 700 and answer["stats"]["nReused"] is None  # unknown, not 0
+        assert (await client.request(protocol.STATS, {}))["totals"]["cacheHitRate"] is None
+
+
+@in_module_loop
+@pytest.mark.parametrize(
+    ("faulty", "says"),
+    [
+        (["500"], "failed after 2 retries: planned 500"),
+        (["garbled"], "broke off midway"),
+        (["silent"], "sent nothing for 1 s"),
+    ],
+    indirect=["faulty"],
+)
+async def test_a_failing_server_fails_the_request_clearly_and_the_status_says_so(
+    faulty: FaultyServer, says: str, workspace: Path
+):
+    async with language_server(workspace, faulty.backend) as client:
+        assert says in await chat_error(client, {"message": "Say hi."})
+        assert last_status(client)["state"] == protocol.ERROR and says in last_status(client)["message"]
+        assert (await client.request(protocol.STATS, {}))["state"] == protocol.ERROR  # still serving
+
+
+@in_module_loop
+async def test_a_model_the_server_does_not_serve_is_named_with_the_ones_it_does(
+    llama_servers: Any, workspace: Path
+):
+    server = llama_servers.serving(MODEL)
+    async with language_server(workspace, {**server.backend(), "model": "gpt-4o"}) as client:
+        status = last_status(client)
+        assert status["state"] == protocol.ERROR
+        assert f"serves {MODEL}, not gpt-4o" in status["message"]
+        assert "llamaLsp.backend.model" in await chat_error(client, {"message": "Say hi."})
