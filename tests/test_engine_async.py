@@ -145,6 +145,23 @@ async def test_a_request_preempts_warming_and_warming_resumes_after_it(tiny_mode
         engine.close()
 
 
+async def test_a_request_lets_the_warming_of_its_own_conversation_finish_its_chunk(tiny_model):
+    # One chunk is 2,048 tokens: a request that aborted it would find nothing read (0 reused).
+    engine = Engine(config(tiny_model, n_ctx=8192, prefill_chunk=2048))
+    try:
+        await engine.ready()
+        warming = engine.warm(ChatRequest(prompt=LONG_PROMPT, slot="conversation"))
+        await started(warming)
+        request = await engine.generate(
+            ChatRequest(prompt=LONG_PROMPT + " next", max_tokens=2, slot="conversation")
+        )
+        assert request.stats.n_reused >= 2048  # the chunk being read when it came was finished
+        assert request.stats.n_reused + request.stats.n_evaluated == request.stats.n_prompt
+        assert (await warming.wait()).finish_reason == "stop" and warming.preemptions == 1
+    finally:
+        engine.close()
+
+
 async def test_cancelled_warming_answers_cancelled_and_background_work_is_not_queue_length(tiny_model):
     engine = Engine(config(tiny_model, n_ctx=8192))
     try:

@@ -6,7 +6,8 @@ start, saved after requests now and then, and saved again on close.
 
 Background jobs (warming the cache) run only when no request waits: a request that arrives while one
 runs preempts it (the native engine keeps the chunks it read), and the background job resumes after.
-A chat request aborts the chunk being read, so that the user waits for nothing; other requests (info,
+A chat request aborts the chunk being read, so that the user waits for nothing, unless the chunk is of
+its own conversation (the start of its prompt: work it would do anyway); other requests (info,
 tokenize) let it finish, so that no work is lost to a status bar polling.
 """
 
@@ -69,11 +70,16 @@ class Job:
     """One queued piece of work; `cancel()` is safe from any thread."""
 
     def __init__(
-        self, engine: Engine, run: Callable[[native.NativeEngine, Job], Any], background: bool = False
+        self,
+        engine: Engine,
+        run: Callable[[native.NativeEngine, Job], Any],
+        background: bool = False,
+        slot: str | None = None,
     ):
         self._engine = engine
         self.run = run
         self.background = background
+        self.slot = slot  # the slot a chat job reads into
         self.future: Future[Any] = Future()
         self.cancelled = False
         self.preempted = False  # a background job stopped for a request; it runs again later
@@ -169,7 +175,7 @@ class Engine:
 
             return ChatResult.from_native(engine.generate(payload, piece))
 
-        return self._enqueue(run, background, urgent=not background)
+        return self._enqueue(run, background, urgent=not background, slot=request.slot)
 
     def warm(self, request: ChatRequest) -> Job:
         """Reads the request's messages into its slot in the background, answering nothing."""
@@ -200,11 +206,16 @@ class Engine:
     # ---- worker ----------------------------------------------------------------------------------
 
     def _enqueue(
-        self, run: Callable[[native.NativeEngine, Job], Any], background: bool = False, urgent: bool = False
+        self,
+        run: Callable[[native.NativeEngine, Job], Any],
+        background: bool = False,
+        urgent: bool = False,
+        slot: str | None = None,
     ) -> Job:
         """Queues a job; `urgent` (a chat request) aborts background work at once rather than at the
-        end of its chunk."""
-        job = Job(self, run, background)
+        end of its chunk, unless that work reads the request's own slot: warming a conversation reads
+        the start of its next prompt, so the chunk is work the request would do anyway."""
+        job = Job(self, run, background, slot)
         with self._lock:
             if self._closed:
                 raise EngineClosed()
@@ -212,7 +223,7 @@ class Engine:
             running = self._current
             if not background and running is not None and running.background and self._native is not None:
                 running.preempted = True
-                if urgent:
+                if urgent and running.slot != slot:
                     self._native.cancel()
                 else:
                     self._native.yield_soon()
