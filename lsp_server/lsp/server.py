@@ -80,7 +80,7 @@ class AssistantServer(LanguageServer):
         last_stats = self.turns.stats.last_json()
         if last_stats is not None:
             payload["lastStats"] = last_stats
-        if state in (protocol.READY, protocol.BUSY) and (self.engine is None or self.engine.can_warm):
+        if state in (protocol.READY, protocol.BUSY) and self.settings.backend is None:
             payload["warm"] = self.warmer.warm_uris  # absent for a remote backend: nothing is warmed
         self.protocol.notify(protocol.STATUS, payload)
 

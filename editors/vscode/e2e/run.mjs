@@ -574,9 +574,13 @@ async function documentFunction(page, dirs) {
   await page.keyboard.press("Enter");
   await page.keyboard.press("Home");
   for (let i = fn.start; i <= fn.end; i++) await page.keyboard.press("Shift+ArrowDown");
-  await page.keyboard.press("Control+.");
+  // Control+. now and then opens no menu (seen once in four runs, right after the remote-backend step):
+  // press it again (not Escape first, which would drop the selection).
   const action = page.locator(".action-widget .monaco-list-row", { hasText: "Llama: Document" });
-  await action.waitFor({ timeout: 30_000 });
+  await until("the code action menu with Llama: Document", 45_000, async () => {
+    await page.keyboard.press("Control+.");
+    return action.waitFor({ timeout: 10_000 }).then(() => true, () => false);
+  });
   const offered = (await page.locator(".action-widget .monaco-list-row").allTextContents()).map((t) => t.trim()).filter(Boolean);
   log(`code actions offered: ${offered.join(" | ")}`);
   await screenshot("code-actions");
