@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
+import concurrent.futures
 import json
 import os
 import shutil
@@ -35,6 +36,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.uris import to_fs_path
 
+from lsp_server.assistant.edits import unified_diff
 from lsp_server.assistant.rewrite import python_code_changed
 from lsp_server.clients.ask import (
     HeadlessClient,
@@ -100,6 +102,7 @@ class Outcome:
     n_evaluated: int = 0
     verified: bool | None = None  # the server's own check (with --verify): None when nothing was checked
     checks: int = 0  # how many times the server ran it
+    diff: str = ""  # what the edit changes, for reading the failures afterwards (--json)
 
 
 def verify_command(task: Task) -> str:
@@ -215,6 +218,8 @@ def check(task: Task, workdir: Path, resolved: dict[str, Any], outcome: Outcome)
         if not path.resolve().is_relative_to(workdir.resolve()):
             outcome.detail = f"edits outside the task: {path}"
             return
+        old = path.read_text(encoding="utf-8") if path.exists() else ""
+        outcome.diff += unified_diff(path.resolve().relative_to(workdir.resolve()).as_posix(), old, text)
         path.write_text(text, encoding="utf-8")
     outcome.applies = True
     try:
@@ -352,6 +357,9 @@ def main() -> int:
         action="store_true",
         help="set verifyCommand to the task's tests, so that the server checks and retries its edits",
     )
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="tasks run at once, each with its own server (mind --threads)"
+    )
     args = parser.parse_args()
     tasks = [Task.load(d) for d in sorted(TASKS.glob(args.tasks)) if (d / "task.json").is_file()]
     if not tasks:
@@ -361,21 +369,31 @@ def main() -> int:
     checked = ", edits checked with the task's tests (verifyCommand)" if args.verify else ""
     print(f"{len(tasks)} tasks, model {args.model}{checked}", flush=True)
     outcomes = []
-    for task in tasks:
-        outcome = run_task(task, args.model, args.threads, args.verify)
-        verdict = "passes" if outcome.passed else "fails"
-        checked = (
-            ""
-            if outcome.verified is None
-            else f" [check {'passed' if outcome.verified else 'failed'}, {outcome.checks} runs]"
-        )
-        print(f"  {task.name}: {verdict} ({outcome.seconds:.0f} s){checked} {outcome.detail}", flush=True)
-        outcomes.append(outcome)
+
+    def run(task: Task) -> Outcome:
+        return run_task(task, args.model, args.threads, args.verify)
+
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        finished = pool.map(run, tasks)
+        for task, outcome in zip(tasks, finished, strict=True):
+            report(task, outcome)
+            outcomes.append(outcome)
     print()
     print_table(outcomes)
     if args.json:
         args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=2))
     return 0
+
+
+def report(task: Task, outcome: Outcome) -> None:
+    """One line as each task finishes (in order), so that a long run shows its progress."""
+    verdict = "passes" if outcome.passed else "fails"
+    checked = (
+        ""
+        if outcome.verified is None
+        else f" [check {'passed' if outcome.verified else 'failed'}, {outcome.checks} runs]"
+    )
+    print(f"  {task.name}: {verdict} ({outcome.seconds:.0f} s){checked} {outcome.detail}", flush=True)
 
 
 if __name__ == "__main__":

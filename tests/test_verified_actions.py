@@ -19,13 +19,14 @@ from .test_code_actions import SERVER_OPTIONS as ACTION_OPTIONS
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.usefixtures("default_model_path")]
 
-# The first check fails whatever the edit, so the retry path always runs; later checks are the tests.
-# The marker lives outside the workspace, where only this test looks.
-FIRST_CHECK_DONE = Path(tempfile.mkdtemp(prefix="llama-lsp-test-")) / "first-check-done"
+# The first two runs fail whatever the code: the look at the code as it is, and the first edit's check,
+# so the retry path always runs; later runs are the tests. The counter lives outside the workspace,
+# where only this test looks.
+RUNS = Path(tempfile.mkdtemp(prefix="llama-lsp-test-")) / "runs"
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider test_inventory.py"
 VERIFY_COMMAND = (
-    f"if test -e {FIRST_CHECK_DONE}; then {PYTEST}; else touch {FIRST_CHECK_DONE}; "
-    "echo 'test_inventory.py: 1 failed (this first check fails on purpose)'; exit 1; fi"
+    f"echo x >> {RUNS}; if test $(wc -l < {RUNS}) -gt 2; then {PYTEST}; else "
+    "echo 'test_inventory.py: 1 failed (this check fails on purpose)'; exit 1; fi"
 )
 MAX_ATTEMPTS = 3
 SERVER_OPTIONS = {**ACTION_OPTIONS, "verifyCommand": VERIFY_COMMAND, "maxVerifyAttempts": MAX_ATTEMPTS}
@@ -59,8 +60,9 @@ async def test_a_fix_whose_first_check_fails_is_retried_and_says_how_its_check_w
     )
     verification = result["verification"]
     assert verification["command"] == VERIFY_COMMAND
-    assert FIRST_CHECK_DONE.exists()  # the check ran ...
-    assert 2 <= verification["attempts"] <= MAX_ATTEMPTS  # ... failed once on purpose, and was retried
+    assert RUNS.exists()  # the check ran on the code as it was, which failed ...
+    assert verification["passedBefore"] is False
+    assert 2 <= verification["attempts"] <= MAX_ATTEMPTS  # ... then on the first edit, on purpose: retried
     # The failed check's output reached the model as the answer to its first block.
     assert "fails on purpose" in result["toolCalls"][0]["result"]
     # Nothing was written in the workspace, not even by the command: it ran on a copy.

@@ -3,6 +3,7 @@ its limits."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from pathlib import Path
@@ -146,3 +147,58 @@ async def test_a_file_outside_every_folder_is_checked_alone(project: Path, tmp_p
     check = Verifier("ls; false", 30, 3, workspace)
     await check.check_latest(runner)
     assert check.verification.output.split("\n[exit")[0].split() == ["notes.py"]
+
+
+PYTEST = "python3 -m pytest -q -p no:cacheprovider"
+
+
+async def test_a_fix_says_that_the_check_failed_before_it_and_passes_after(project: Path):
+    check = verifier(project, PYTEST)
+    check.look_before(project / "calc.py", fixing=True)
+    before = await check.result_before()
+    # The check ran on the workspace's code as it is, on a copy.
+    assert before is not None and not before.passed
+    assert "test_add" in before.output and "assert -1 == 5" in before.output
+    runner = proposed(project, MODULE.replace("a - b", "a + b"))
+    assert await check.check_latest(runner) is None
+    result = check.verification.to_json()
+    assert result["passedBefore"] is False and result["passed"] is True
+    assert result["summary"] == f"verified: `{PYTEST}` passed (attempt 1); it failed before the edit"
+
+
+async def test_an_edit_that_is_not_a_fix_is_not_checked_by_a_command_that_already_fails(project: Path):
+    check = verifier(project, PYTEST)
+    check.look_before(project / "calc.py", fixing=False)
+    runner = proposed(project, '"""Arithmetic."""\n' + MODULE)
+    # The edit stays, unchecked: a failure could not be told from the one that was there before.
+    assert await check.check_latest(runner) is None and len(runner.edits) == 1
+    result = check.verification.to_json()
+    assert result["passed"] is None and result["attempts"] == 0 and result["passedBefore"] is False
+    assert result["summary"] == f"not verified: `{PYTEST}` fails without the edit too, so it cannot tell"
+
+
+async def test_a_check_that_passed_before_the_edit_says_so(project: Path):
+    (project / "test_calc.py").write_text("def test_nothing():\n    pass\n")
+    check = verifier(project, PYTEST)
+    check.look_before(project / "calc.py", fixing=True)
+    assert (before := await check.result_before()) is not None and before.passed
+    runner = proposed(project, MODULE.replace("a - b", "a + b"))
+    assert await check.check_latest(runner) is None
+    assert check.verification.summary().endswith("; it passed before the edit too")
+
+
+async def test_a_look_before_that_still_runs_when_the_request_ends_is_killed(project: Path, tmp_path: Path):
+    pid_file = tmp_path / "pid"
+    check = verifier(project, f"sleep 30 & echo $! > {pid_file}; wait")
+    check.look_before(project / "calc.py", fixing=True)
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        await asyncio.sleep(0.05)
+    check.stop()
+    with pytest.raises(asyncio.CancelledError):
+        await check.result_before()
+    # The command's whole process group went with it, the sleep it started too.
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists()

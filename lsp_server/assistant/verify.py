@@ -58,11 +58,13 @@ class Verification:
     output: str = ""
     # The first failed candidate (the greedy one) and its check: what comes back when none passes.
     first_failure: tuple[RunnerState, CheckResult] | None = None
+    passed_before: bool | None = None  # the command on the code without the edit; None: not run
 
     def to_json(self) -> dict[str, Any]:
         return {
             "command": self.command,
             "passed": self.passed,
+            "passedBefore": self.passed_before,
             "attempts": self.attempts,
             "output": self.output,
             "summary": self.summary(),
@@ -72,10 +74,17 @@ class Verification:
         """One line for the user: whether the edit was checked, and how it went."""
         if self.command is None:
             return "not verified: it parses, but no verifyCommand is set to check it"
+        if self.passed is None and self.passed_before is False:
+            return f"not verified: `{self.command}` fails without the edit too, so it cannot tell"
         if self.passed is None:
             return "not verified: no edit was checked"
         if self.passed:
-            return f"verified: `{self.command}` passed (attempt {self.attempts})"
+            said = f"verified: `{self.command}` passed (attempt {self.attempts})"
+            if self.passed_before is False:
+                said += "; it failed before the edit"
+            elif self.passed_before:  # then it may not exercise what a fix changes
+                said += "; it passed before the edit too"
+            return said
         return f"not verified: `{self.command}` failed on all {self.attempts} attempts"
 
 
@@ -88,10 +97,35 @@ class Verifier:
         self.max_attempts = max_attempts
         self.workspace = workspace
         self.verification = Verification(command)
+        self._before: asyncio.Future[CheckResult] | None = None
+        self._checks_fixes = True
 
     @property
     def exhausted(self) -> bool:
         return self.verification.attempts >= self.max_attempts
+
+    def look_before(self, path: Path, fixing: bool) -> None:
+        """Starts the command on the code as it is, before any edit to `path`, in the background.
+
+        A fix is expected to turn a failing check into a passing one, and the summary says whether it
+        did. Any other edit is checked only when the command passed before it, since a command that
+        already fails cannot tell a good edit from a bad one.
+        """
+        self._checks_fixes = fixing
+        self._before = asyncio.ensure_future(self._run({}, path))
+
+    async def result_before(self) -> CheckResult | None:
+        """The look before the edit, once it finished; None when there was none."""
+        if self._before is None:
+            return None
+        result = await self._before
+        self.verification.passed_before = result.passed
+        return result
+
+    def stop(self) -> None:
+        """The request ended: a look before it that still runs is killed (see _run_command)."""
+        if self._before is not None and not self._before.done():
+            self._before.cancel()
 
     async def check_latest(self, runner: ToolRunner) -> str | None:
         """Checks the runner's edits as they stand after an edit was just recorded.
@@ -99,6 +133,9 @@ class Verifier:
         None when they pass. Otherwise the latest edit is withdrawn (kept as a candidate) and the
         return value says why, for the model to read.
         """
+        before = await self.result_before()
+        if before is not None and not before.passed and not self._checks_fixes:
+            return None  # it failed without the edit: the edit stays, unchecked, and the summary says so
         if self.exhausted:
             runner.withdraw_latest()
             return "No more checks are left for this request."

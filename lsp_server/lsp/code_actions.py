@@ -196,6 +196,11 @@ async def _run(turns: TurnService, request: protocol.CodeActionRequest) -> dict[
                 for d in request.diagnostics
             )
             message += f"\n\nThe problems reported there:\n{problems}"
+        if turn.verifier is not None and request.kind in ("fix", "refactor", "document"):
+            # While the model writes, the check runs on the code as it is: whether it failed before
+            # says what a pass after the edit is worth. (Its output in a Fix's prompt made the 1.5B
+            # model's fixes worse on the eval's tasks, so the model reads it only after a failed try.)
+            turn.verifier.look_before(path, fixing=request.kind == "fix")
         if request.kind == "explain":
             await turn.ask(f"{message}\n\n{EXPLAIN}")
         else:

@@ -255,7 +255,11 @@ class TurnService:
             text,
         )
         with self._server.busy():
-            yield turn
+            try:
+                yield turn
+            finally:
+                if verifier is not None:
+                    verifier.stop()
             if turn.result is not None:
                 self.stats.record(turn.result.stats)
         if uri is not None:
