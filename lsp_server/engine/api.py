@@ -109,6 +109,7 @@ class InfillRequest:
     extra: list[tuple[str, str]] = field(default_factory=list)  # (filename, text) of other files
     max_tokens: int = 64
     stop: list[str] = field(default_factory=list)
+    warm: bool = False  # only read the prompt into the completion slot (what typing will start from)
 
     def to_native(self) -> dict[str, Any]:
         fim = {
@@ -119,7 +120,8 @@ class InfillRequest:
             "repo": self.repo,
             "extra": [{"filename": name, "text": text} for name, text in self.extra],
         }
-        return {"fim": fim, "max_tokens": self.max_tokens, "stop": self.stop, "temperature": 0}
+        request = {"fim": fim, "max_tokens": self.max_tokens, "stop": self.stop, "temperature": 0}
+        return {**request, "warm": True, "background": True} if self.warm else request
 
 
 @dataclass
@@ -208,6 +210,9 @@ class ChatEngine(Protocol):
 
     def warm(self, request: ChatRequest) -> WarmJob:
         """Reads the request's messages into its slot in the background (only where can_warm)."""
+
+    def warm_completion(self, request: InfillRequest) -> WarmJob:
+        """Reads a completion's prompt into the completion slot in the background (where can_complete)."""
 
     async def info(self) -> dict[str, Any]:
         """What the engine is and holds: its model, and `slots` (key, n_tokens) where it has them."""

@@ -248,6 +248,13 @@ class Engine:
             result.finish_reason = "stop"  # ended where keep_going said: the text is whole
         return result
 
+    def warm_completion(self, request: InfillRequest) -> Job:
+        """Reads a completion's prompt into the completion slot in the background."""
+        payload = replace(request, warm=True).to_native()
+        return self._enqueue(
+            lambda engine, _job: ChatResult.from_native(engine.generate(payload)), Priority.BACKGROUND
+        )
+
     async def tokenize(self, request: dict[str, Any]) -> list[int]:
         result = await self._enqueue(lambda engine, _job: engine.tokenize(request)).wait()
         return list(result["tokens"])
@@ -310,7 +317,7 @@ class Engine:
         started = time.monotonic()
         engine = native.NativeEngine(self.config.model_path, self.config.native_options())
         info = engine.info()
-        self._can_complete = bool(info.get("can_infill")) and self.config.completion_slot
+        self._can_complete = any(slot.get("completion") for slot in info["slots"])
         if self.config.state_dir is not None:
             try:
                 info["restore"] = engine.restore_slots(self.config.state_dir)

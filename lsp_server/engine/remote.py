@@ -103,6 +103,9 @@ class RemoteEngine:
     def warm(self, request: ChatRequest) -> Any:
         raise EngineError("a remote backend is not warmed from here", "unsupported")
 
+    def warm_completion(self, request: InfillRequest) -> Any:
+        raise EngineError("inline completion needs the local backend", "unsupported")
+
     async def complete(
         self, request: InfillRequest, keep_going: Callable[[str], bool] | None = None
     ) -> ChatResult:

@@ -44,7 +44,6 @@ class InlineCompletion:
             return nothing
         uri = params.text_document.uri
         document = documents.get_document(self._server.workspace, uri)
-        path = documents.uri_to_path(uri)
         if document is None:
             raise protocol.ParamsError(f"unknown document {uri}: send textDocument/didOpen first")
         position = params.position
@@ -53,27 +52,45 @@ class InlineCompletion:
         around = infill.around_cursor(document.source, position.line, column)
         if around is None:
             return nothing
-        filename, repo = self._names(path)
-        extra = self._extra(document)
-        extra_key = "\0".join(name + "\0" + text for name, text in extra)
+        request = self._request(document, around)
+        extra_key = "\0".join(name + "\0" + text for name, text in request.extra)
         started = time.monotonic()
-        completion = self._recent.get(around, filename, extra_key)
+        completion = self._recent.get(around, request.filename, extra_key)
         if completion is not None:
             self.last = {"cached": True, "tMs": round((time.monotonic() - started) * 1000, 1)}
         else:
-            completion = await self._generate(around, filename, repo, extra)
+            completion = await self._generate(around, request)
             if completion is None:
                 return nothing
-            self._recent.put(around.key(filename, extra_key), completion)
+            self._recent.put(around.key(request.filename, extra_key), completion)
         if not completion:
             return nothing
         return types.InlineCompletionList(
             items=[types.InlineCompletionItem(insert_text=completion, range=types.Range(position, position))]
         )
 
-    async def _generate(
-        self, around: infill.Around, filename: str, repo: str, extra: list[tuple[str, str]]
-    ) -> str | None:
+    def warm_request(self, uri: str) -> InfillRequest | None:
+        """What typing anywhere in the open document `uri` starts from, to read ahead: its lines as the
+        lines above a cursor at its end (a completion then shares them up to the cursor's line)."""
+        document = documents.get_document(self._server.workspace, uri)
+        if document is None or not self._server.settings.completion:
+            return None
+        around = infill.around_cursor(document.source, len(document.lines), 0)
+        return self._request(document, around) if around is not None else None
+
+    def _request(self, document: TextDocument, around: infill.Around) -> InfillRequest:
+        filename, repo = self._names(documents.uri_to_path(document.uri))
+        return InfillRequest(
+            prefix=around.prefix,
+            prompt=around.prompt,
+            suffix=around.suffix,
+            filename=filename,
+            repo=repo,
+            extra=self._extra(document),
+            max_tokens=MAX_TOKENS,
+        )
+
+    async def _generate(self, around: infill.Around, request: InfillRequest) -> str | None:
         """The model's completion as shown; None when there is none to remember (stopped for chat)."""
         engine = await self._server.ready_engine()
         if not engine.can_complete:
@@ -87,15 +104,6 @@ class InlineCompletion:
                 )
             return None
         ending = infill.Ending(around, self._server.settings.completion_time_budget_ms / 1000)
-        request = InfillRequest(
-            prefix=around.prefix,
-            prompt=around.prompt,
-            suffix=around.suffix,
-            filename=filename,
-            repo=repo,
-            extra=extra,
-            max_tokens=MAX_TOKENS,
-        )
         started = time.monotonic()
         result = await engine.complete(request, ending.keep_going)
         stats = result.stats

@@ -58,9 +58,9 @@ class AssistantServer(LanguageServer):
         )
         self.settings = settings.Settings()
         self.turns = TurnService(self)
-        self.warmer = Warmer(self, self.turns, self.refresh_status)
-        self.turns.on_answered = self.warmer.answered
         self.completion = InlineCompletion(self)
+        self.warmer = Warmer(self, self.turns, self.refresh_status, self.completion.warm_request)
+        self.turns.on_answered = self.warmer.answered
         self.model_host = ModelHost(self, lambda: self.settings)
         self.configured = False  # the client's configuration has been read (or it has none)
         self.state = protocol.LOADING

@@ -91,9 +91,9 @@ void llama_lsp_set_log_callback(llama_lsp_log_cb callback, void * user_data);
      "cache_key"        a string naming the model file (e.g. a hash of its path, size and mtime); part of
                         the fingerprint of saved slots, so that a changed file invalidates them
      "n_gpu_layers"     layers to offload to a GPU backend, if the library was built with one (default 0)
-     "completion_slot"  true: one more slot, for "fim" requests only (default false); it reuses the
-                        longest common prefix, answer included (not exact), and is never shared, saved
-                        or evicted for other requests
+     "completion_slot"  true: one more slot, for "fim" requests only, when the model has FIM tokens
+                        (default false); it reuses the longest common prefix, answer included (not
+                        exact), and is never shared, saved or evicted for other requests
    Returns a handle, owned by the caller until llama_lsp_close. On failure returns NULL and, if
    error_json is not NULL, sets *error_json to an error object (free it with llama_lsp_free_string);
    on success sets *error_json to NULL. Thread-safe with respect to other engines. */

@@ -135,8 +135,6 @@ std::unique_ptr<llama_lsp_engine> open_engine(const char * model_path, const jso
     engine->prefill_chunk = std::clamp(get_or<int32_t>(options, "prefill_chunk", 64), 1, 2048);
     engine->exact_reuse = get_or<bool>(options, "exact_reuse", true);
     const int32_t n_slots = std::clamp(get_or<int32_t>(options, "n_slots", 4), 1, 64);
-    const bool completion_slot = get_or<bool>(options, "completion_slot", false);
-    const int32_t n_sequences = n_slots + (completion_slot ? 1 : 0);
 
     llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = get_or<int32_t>(options, "n_gpu_layers", 0);
@@ -145,6 +143,9 @@ std::unique_ptr<llama_lsp_engine> open_engine(const char * model_path, const jso
         throw engine_error("model_load", std::string("llama.cpp could not load the model (corrupt or unsupported GGUF?): ") + model_path);
     }
     engine->vocab = llama_model_get_vocab(engine->model);
+    // Only a model with fill-in-the-middle tokens can use a completion slot: none is made for others.
+    const bool completion_slot = get_or<bool>(options, "completion_slot", false) && can_infill(engine->vocab);
+    const int32_t n_sequences = n_slots + (completion_slot ? 1 : 0);
 
     llama_context_params cp = llama_context_default_params();
     const int32_t n_ctx_slot = std::max(64, get_or<int32_t>(options, "n_ctx", 8192));
