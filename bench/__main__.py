@@ -62,7 +62,7 @@ def run(settings: Settings, label: str) -> None:
     )
 
 
-PARTS = ("engine", "versus", "backends", "prefill")
+PARTS = ("engine", "versus", "backends", "prefill", "typing")
 
 
 def against_llama_server(plan: versus.Plan, parts: set[str], quick: bool) -> None:
@@ -75,7 +75,7 @@ def against_llama_server(plan: versus.Plan, parts: set[str], quick: bool) -> Non
         raise SystemExit(f"bench: {message}")
     started = time.perf_counter()
     show(f"\nload average {load()} (1/5/15 min)")
-    versus.run(plan, binary, "versus" in parts, "prefill" in parts, "backends" in parts)
+    versus.run(plan, binary, "versus" in parts, "prefill" in parts, "backends" in parts, "typing" in parts)
     show(f"\nran {time.perf_counter() - started:.0f} s; load average now {load()}")
 
 
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         choices=PARTS,
         action="append",
         help="run only this part (repeatable): engine (a)-(d), versus (A)-(R), backends (A) through our "
-        "server, local and on llama-server, prefill",
+        "server, local and on llama-server, prefill, typing (inline completion against /infill)",
     )
     args = parser.parse_args(argv)
     parts = set(args.only or PARTS)
@@ -104,19 +104,19 @@ def main(argv: list[str] | None = None) -> None:
         model = models.resolve(args.model)
         if "engine" in parts:
             run(Settings(model, runs=args.runs or 5), "full run")
-        if parts & {"versus", "backends", "prefill"}:
+        if parts & {"versus", "backends", "prefill", "typing"}:
             against_llama_server(versus.Plan(model, runs=args.runs or 5), parts, quick=False)
         return
     from tests.tiny_model import write_tiny_model  # the test helper; needs the [test] extra (gguf)
 
     with tempfile.TemporaryDirectory() as tmp:
-        model = write_tiny_model(Path(tmp) / "tiny.gguf")
+        model = write_tiny_model(Path(tmp) / "tiny.gguf", fim=True)  # FIM tokens: `typing` completes
         if "engine" in parts:
             quick = Settings(
                 model, runs=args.runs or 2, doc_tokens=1000, decode_tokens=32, answer_tokens=8, goals=False
             )
             run(quick, "quick smoke run (tiny random model)")
-        if parts & {"versus", "backends", "prefill"}:
+        if parts & {"versus", "backends", "prefill", "typing"}:
             plan = versus.Plan(
                 model,
                 runs=args.runs or 1,

@@ -563,7 +563,9 @@ def prefill_speeds(server: LlamaServer, plan: Plan) -> None:
     table(rows)
 
 
-def run(plan: Plan, binary: Path, with_scenarios: bool, with_prefill: bool, with_backends: bool) -> None:
+def run(
+    plan: Plan, binary: Path, with_scenarios: bool, with_prefill: bool, with_backends: bool, with_typing: bool
+) -> None:
     with (
         tempfile.TemporaryDirectory(prefix="llama-lsp-versus-") as tmp,
         LlamaServer.running(binary, plan, Path(tmp)) as server,
@@ -583,3 +585,7 @@ def run(plan: Plan, binary: Path, with_scenarios: bool, with_prefill: bool, with
             show_backends(asyncio.run(backends(server, plan, Path(tmp))))
         if with_prefill:
             prefill_speeds(server, plan)
+        if with_typing:
+            from . import completion  # it imports this module
+
+            completion.run(plan, server, Path(tmp))

@@ -137,6 +137,12 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny.gguf")
 
 
+@pytest.fixture(scope="session")
+def tiny_fim_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model with fill-in-the-middle tokens: inline completion's engine, without a real model."""
+    return write_tiny_model(tmp_path_factory.mktemp("tiny-fim") / "tiny-fim.gguf", fim=True)
+
+
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small project: the demo's inventory module, its tests, and a ~2,000-token file."""

@@ -26,6 +26,7 @@ STEPS = [
     ":LlamaChat streams an answer",
     "a follow-up reuses the cache, according to the stats",
     ":LlamaStop cancels",
+    "inline completion: ghost text in Insert mode, <Tab> accepts it",
     "a code action edits the buffer",
     ":checkhealth reports OK",
 ]
@@ -39,6 +40,8 @@ OFFLINE_STEPS = [
     "the chat footer shows the check, a failed one as a warning",
     "code actions tell whether their edit was checked",
     "the statusline says whether the buffer is warm",
+    "inline completion: ghost text after a pause, typing cancels and dismisses, <Tab> accepts",
+    "inline completion: enabled = false sends no request; the options reach the server",
     "the stand-in stops",
 ]
 
@@ -51,6 +54,11 @@ def reorder_quantity(on_hand: int, target: int, pack_size: int) -> int:
 
 BIN = Path(sys.executable).parent
 SCRIPT = ROOT / "editors" / "nvim" / "tests" / "plugin_test.lua"
+# From -c, not -l: with -l Neovim exits as soon as it waits for a key, and the completion steps type in
+# Insert mode. The script exits by itself; an error before its steps exits too, not leaving Neovim waiting.
+RUN_SCRIPT = (
+    f"lua local _, err = pcall(dofile, [==[{SCRIPT}]==]) io.stdout:write(tostring(err), '\\n') os.exit(2)"
+)
 
 
 def neovim() -> str:
@@ -92,14 +100,15 @@ def real_server_env(tmp_path: Path) -> tuple[dict[str, str], Path]:
 
 
 def test_plugin_offline_steps_in_headless_neovim(tmp_path: Path):
-    """How the plugin shows results (edit checks in the chat footer and after code actions), no model."""
+    """How the plugin shows results (edit checks in the chat footer and after code actions, the ghost
+    text of inline completion), no model."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("LLAMA_LSP_")}
     run_script(env, tmp_path, OFFLINE_STEPS, timeout=60)
 
 
 def run_script(env: dict[str, str], cwd: Path, steps: list[str], timeout: float) -> None:
     result = subprocess.run(
-        [neovim(), "--headless", "--clean", "-l", str(SCRIPT)],
+        [neovim(), "--headless", "--clean", "-c", RUN_SCRIPT],
         capture_output=True,
         text=True,
         env=env,

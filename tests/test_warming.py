@@ -74,3 +74,35 @@ async def test_closing_a_document_stops_its_warming(client: AssistantClient, wor
     await asyncio.sleep(3.0)
     assert await slot_tokens(client, key) == stopped_at  # nothing more is read for it
     assert not any(uri in status.get("warm", []) for status in client.statuses)
+
+
+async def test_an_opened_document_is_read_into_the_completion_slot(client: AssistantClient, tmp_path: Path):
+    text = "".join(f"def f{n}(x):\n    return x * {n}\n\n\n" for n in range(30)) + "def g(x):\n"
+    (tmp_path / "typing.py").write_text(text)
+    uri = open_document(client, tmp_path / "typing.py")
+
+    async def completion_slot() -> int:
+        stats = await client.request(protocol.STATS, {})
+        return next(s["n_tokens"] for s in stats["engine"]["slots"] if s["completion"])
+
+    async with asyncio.timeout(300):
+        while await completion_slot() < 300:
+            await asyncio.sleep(0.1)
+    typed = text + "    return"
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(version=2, uri=uri),
+            [types.TextDocumentContentChangeWholeDocument(typed)],
+        )
+    )
+    lines = typed.split("\n")
+    await client.text_document_inline_completion_async(
+        types.InlineCompletionParams(
+            context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic),
+            text_document=types.TextDocumentIdentifier(uri),
+            position=types.Position(len(lines) - 1, len(lines[-1])),
+        )
+    )
+    last = (await client.request(protocol.STATS, {}))["lastCompletion"]
+    # The first completion in the file reads only the line being typed and what follows it.
+    assert last["nPrompt"] > 300 and last["nEvaluated"] < 16, last

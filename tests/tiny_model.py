@@ -30,6 +30,8 @@ CONTEXT_LENGTH = 32768
 
 BOS, IM_START, EOS = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 SPECIAL_TOKENS = [BOS, IM_START, EOS]
+# Fill-in-the-middle tokens (Qwen2.5-Coder's names), in a variant of the model for inline completion.
+FIM_TOKENS = {"pre": "<|fim_prefix|>", "suf": "<|fim_suffix|>", "mid": "<|fim_middle|>"}
 
 # A few BPE merges in rank order, written "left+right" ("Ġ" is a space). Each
 # word's earlier merges build exactly its later merge's parts, so "Ġdef" and "Ġreturn" do form.
@@ -60,8 +62,9 @@ def byte_to_unicode() -> dict[int, str]:
     return mapping
 
 
-def vocabulary() -> tuple[list[str], list[str], list[int]]:
+def vocabulary(fim: bool = False) -> tuple[list[str], list[str], list[int]]:
     """The tokens (byte b is token b, then merges, then specials), the merges, the token types."""
+    specials = [*SPECIAL_TOKENS, *(FIM_TOKENS.values() if fim else ())]
     to_unicode = byte_to_unicode()
     tokens = [to_unicode[b] for b in range(256)]
     merges: list[str] = []
@@ -70,20 +73,22 @@ def vocabulary() -> tuple[list[str], list[str], list[int]]:
         assert left in tokens and right in tokens and left + right not in tokens, merge
         merges.append(merge)
         tokens.append(left + right)
-    types = [gguf.TokenType.NORMAL] * len(tokens) + [gguf.TokenType.CONTROL] * len(SPECIAL_TOKENS)
-    return tokens + SPECIAL_TOKENS, merges, [int(t) for t in types]
+    types = [gguf.TokenType.NORMAL] * len(tokens) + [gguf.TokenType.CONTROL] * len(specials)
+    return tokens + specials, merges, [int(t) for t in types]
 
 
 def _allowed_outputs(tokens: list[str]) -> np.ndarray:
     """Which tokens the model may write: merges and printable ASCII bytes, newline included."""
     to_unicode = byte_to_unicode()
     allowed_bytes = {to_unicode[b] for b in [*range(0x20, 0x7F), ord("\n")]}
-    return np.array([t in allowed_bytes or (len(t) > 1 and t not in SPECIAL_TOKENS) for t in tokens])
+    specials = {*SPECIAL_TOKENS, *FIM_TOKENS.values()}
+    return np.array([t in allowed_bytes or (len(t) > 1 and t not in specials) for t in tokens])
 
 
-def write_tiny_model(path: Path, *, seed: int = 0) -> Path:
-    """Writes the tiny model to `path` (about 450 KB) and returns `path`."""
-    tokens, merges, types = vocabulary()
+def write_tiny_model(path: Path, *, seed: int = 0, fim: bool = False) -> Path:
+    """Writes the tiny model to `path` (about 450 KB) and returns `path`; with `fim`, its vocabulary
+    also has fill-in-the-middle tokens."""
+    tokens, merges, types = vocabulary(fim)
     n_vocab = len(tokens)
     rng = np.random.default_rng(seed)
 
@@ -121,6 +126,9 @@ def write_tiny_model(path: Path, *, seed: int = 0) -> Path:
     writer.add_eos_token_id(tokens.index(EOS))
     writer.add_add_bos_token(False)
     writer.add_chat_template(CHAT_TEMPLATE)
+    if fim:
+        for part, token in FIM_TOKENS.items():
+            writer.add_uint32(f"tokenizer.ggml.fim_{part}_token_id", tokens.index(token))
 
     writer.add_tensor("token_embd.weight", token_embd)
     writer.add_tensor("output_norm.weight", ones)

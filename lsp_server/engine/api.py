@@ -93,6 +93,38 @@ class ChatRequest:
 
 
 @dataclass
+class InfillRequest:
+    """Fill in the middle at the cursor (inline completion), in the engine's completion slot.
+
+    The prompt is laid out stable-first (llama_lsp.h, "fim"): other files, then the lines above the
+    cursor, then the cursor's line up to it, then what follows it; so consecutive keystrokes share
+    everything up to the line being typed.
+    """
+
+    prefix: str  # the lines above the cursor's line, each with its line ending
+    prompt: str  # the cursor's line up to the cursor
+    suffix: str  # the rest of that line and a few lines below
+    filename: str = ""
+    repo: str = ""
+    extra: list[tuple[str, str]] = field(default_factory=list)  # (filename, text) of other files
+    max_tokens: int = 64
+    stop: list[str] = field(default_factory=list)
+    warm: bool = False  # only read the prompt into the completion slot (what typing will start from)
+
+    def to_native(self) -> dict[str, Any]:
+        fim = {
+            "prefix": self.prefix,
+            "prompt": self.prompt,
+            "suffix": self.suffix,
+            "filename": self.filename,
+            "repo": self.repo,
+            "extra": [{"filename": name, "text": text} for name, text in self.extra],
+        }
+        request = {"fim": fim, "max_tokens": self.max_tokens, "stop": self.stop, "temperature": 0}
+        return {**request, "warm": True, "background": True} if self.warm else request
+
+
+@dataclass
 class ChatResult:
     content: str
     tool_calls: list[ToolCall]
@@ -153,8 +185,12 @@ class ChatEngine(Protocol):
         """Whether warm() reads prompts into a cache this process controls."""
 
     @property
+    def can_complete(self) -> bool:
+        """Whether complete() fills in the middle (the model has FIM tokens, and the engine a slot)."""
+
+    @property
     def queue_length(self) -> int:
-        """Requests waiting or running (background work not counted)."""
+        """Requests waiting or running (background work and completions not counted)."""
 
     async def ready(self) -> dict[str, Any]:
         """Waits until the engine can answer; returns its info, or raises EngineError."""
@@ -165,8 +201,18 @@ class ChatEngine(Protocol):
         """Answers the request, streaming the answer's text to on_piece. Cancelling the awaiting task
         stops the answer."""
 
+    async def complete(
+        self, request: InfillRequest, keep_going: Callable[[str], bool] | None = None
+    ) -> ChatResult:
+        """Fills in the middle at the cursor. It yields to chat: a chat request that arrives stops
+        it (finish_reason "cancelled"). `keep_going` sees the text so far after each piece and may
+        end it early by returning False (finish_reason "cancelled", the text kept)."""
+
     def warm(self, request: ChatRequest) -> WarmJob:
         """Reads the request's messages into its slot in the background (only where can_warm)."""
+
+    def warm_completion(self, request: InfillRequest) -> WarmJob:
+        """Reads a completion's prompt into the completion slot in the background (where can_complete)."""
 
     async def info(self) -> dict[str, Any]:
         """What the engine is and holds: its model, and `slots` (key, n_tokens) where it has them."""

@@ -4,11 +4,15 @@ The native engine is driven by exactly one thread (the worker); asyncio code sub
 them. Streamed pieces hop from the worker to the caller's event loop. Slot state is restored lazily at
 start, saved after requests now and then, and saved again on close.
 
-Background jobs (warming the cache) run only when no request waits: a request that arrives while one
-runs preempts it (the native engine keeps the chunks it read), and the background job resumes after.
-A chat request aborts the chunk being read, so that the user waits for nothing, unless the chunk is of
-its own conversation (the start of its prompt: work it would do anyway); other requests (info,
-tokenize) let it finish, so that no work is lost to a status bar polling.
+Three queues, in order: requests (chat, and the engine's info), completions (inline, while typing),
+then background jobs (warming the cache). A job runs only when no earlier queue has one waiting.
+- A request or a completion that arrives while a background job runs preempts it (the native engine
+  keeps the chunks it read), and the background job resumes after. A chat request or a completion
+  aborts the chunk being read, so that the user waits for nothing, unless the chunk is of the chat's
+  own conversation (the start of its prompt: work it would do anyway); other requests (info,
+  tokenize) let it finish, so that no work is lost to a status bar polling.
+- A chat request that arrives while a completion runs stops it at the next token: typing never holds
+  up an answer by more than one decode step. The completion is not resumed (the user moved on).
 """
 
 from __future__ import annotations
@@ -22,11 +26,12 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
+from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
 from . import native
-from .api import ChatRequest, ChatResult, EngineClosed, EngineError
+from .api import ChatRequest, ChatResult, EngineClosed, EngineError, InfillRequest
 from .native import NativeError
 
 log = logging.getLogger("llama_lsp.engine")
@@ -41,6 +46,7 @@ class EngineConfig:
     n_slots: int = 4
     prefill_chunk: int = 64
     exact_reuse: bool = True
+    completion_slot: bool = True  # one more slot, for inline completion only
     state_dir: Path | None = None  # where slot state persists; None disables persistence
     save_interval_s: float = 120.0
 
@@ -52,6 +58,7 @@ class EngineConfig:
             "n_slots": self.n_slots,
             "prefill_chunk": self.prefill_chunk,
             "exact_reuse": self.exact_reuse,
+            "completion_slot": self.completion_slot,
             "cache_key": model_cache_key(self.model_path),
         }
 
@@ -66,6 +73,14 @@ def model_cache_key(model_path: Path) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+class Priority(IntEnum):
+    """The engine's queues, most urgent first."""
+
+    REQUEST = 0  # chat, code actions, the engine's info
+    COMPLETION = 1  # inline completion while typing
+    BACKGROUND = 2  # warming the cache
+
+
 class Job:
     """One queued piece of work; `cancel()` is safe from any thread."""
 
@@ -73,17 +88,21 @@ class Job:
         self,
         engine: Engine,
         run: Callable[[native.NativeEngine, Job], Any],
-        background: bool = False,
+        priority: Priority = Priority.REQUEST,
         slot: str | None = None,
     ):
         self._engine = engine
         self.run = run
-        self.background = background
+        self.priority = priority
         self.slot = slot  # the slot a chat job reads into
         self.future: Future[Any] = Future()
         self.cancelled = False
         self.preempted = False  # a background job stopped for a request; it runs again later
         self.preemptions = 0
+
+    @property
+    def background(self) -> bool:
+        return self.priority == Priority.BACKGROUND
 
     def cancel(self) -> None:
         self._engine._cancel(self)
@@ -105,9 +124,9 @@ class Engine:
         self.config = config
         self._lock = threading.Lock()
         self._wakeup = threading.Condition(self._lock)
-        self._requests: deque[Job] = deque()
-        self._background: deque[Job] = deque()
+        self._queues: dict[Priority, deque[Job]] = {priority: deque() for priority in Priority}
         self._current: Job | None = None
+        self._can_complete = False
         self._native: native.NativeEngine | None = None
         self._loaded: Future[dict[str, Any]] = Future()
         self._last_save = time.monotonic()
@@ -124,11 +143,16 @@ class Engine:
         return await asyncio.shield(asyncio.wrap_future(self._loaded))
 
     @property
+    def can_complete(self) -> bool:
+        """Whether complete() works: known once the model is loaded (its vocabulary has FIM tokens)."""
+        return self._can_complete
+
+    @property
     def queue_length(self) -> int:
-        """Requests waiting or running (background work not counted)."""
+        """Requests waiting or running (background work and completions not counted)."""
         with self._lock:
-            running = self._current is not None and not self._current.background
-            return len(self._requests) + (1 if running else 0)
+            running = self._current is not None and self._current.priority == Priority.REQUEST
+            return len(self._queues[Priority.REQUEST]) + (1 if running else 0)
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)  # saves slot state; joins the worker thread
@@ -175,7 +199,8 @@ class Engine:
 
             return ChatResult.from_native(engine.generate(payload, piece))
 
-        return self._enqueue(run, background, urgent=not background, slot=request.slot)
+        priority = Priority.BACKGROUND if background else Priority.REQUEST
+        return self._enqueue(run, priority, urgent=not background, slot=request.slot)
 
     def warm(self, request: ChatRequest) -> Job:
         """Reads the request's messages into its slot in the background, answering nothing."""
@@ -191,6 +216,44 @@ class Engine:
         except asyncio.CancelledError:
             job.cancel()
             raise
+
+    async def complete(
+        self, request: InfillRequest, keep_going: Callable[[str], bool] | None = None
+    ) -> ChatResult:
+        """Fills in the middle at the cursor, in the completion slot (see the module's docstring for
+        how it yields to chat). `keep_going` runs on the engine's thread after each piece."""
+        payload = request.to_native()
+        ended_early = False
+
+        def run(engine: native.NativeEngine, job: Job) -> ChatResult:
+            text = ""
+
+            def piece(more: str) -> bool:
+                nonlocal text, ended_early
+                text += more
+                if keep_going is not None and not keep_going(text):
+                    ended_early = True
+                    return False
+                return not job.cancelled
+
+            return ChatResult.from_native(engine.generate(payload, piece))
+
+        job = self._enqueue(run, Priority.COMPLETION, urgent=True)
+        try:
+            result: ChatResult = await job.wait()
+        except asyncio.CancelledError:
+            job.cancel()
+            raise
+        if ended_early and result.finish_reason == "cancelled":
+            result.finish_reason = "stop"  # ended where keep_going said: the text is whole
+        return result
+
+    def warm_completion(self, request: InfillRequest) -> Job:
+        """Reads a completion's prompt into the completion slot in the background."""
+        payload = replace(request, warm=True).to_native()
+        return self._enqueue(
+            lambda engine, _job: ChatResult.from_native(engine.generate(payload)), Priority.BACKGROUND
+        )
 
     async def tokenize(self, request: dict[str, Any]) -> list[int]:
         result = await self._enqueue(lambda engine, _job: engine.tokenize(request)).wait()
@@ -208,36 +271,41 @@ class Engine:
     def _enqueue(
         self,
         run: Callable[[native.NativeEngine, Job], Any],
-        background: bool = False,
+        priority: Priority = Priority.REQUEST,
         urgent: bool = False,
         slot: str | None = None,
     ) -> Job:
-        """Queues a job; `urgent` (a chat request) aborts background work at once rather than at the
-        end of its chunk, unless that work reads the request's own slot: warming a conversation reads
-        the start of its next prompt, so the chunk is work the request would do anyway."""
-        job = Job(self, run, background, slot)
+        """Queues a job; `urgent` (a chat request or a completion) aborts background work at once
+        rather than at the end of its chunk, unless that work reads the request's own slot: warming a
+        conversation reads the start of its next prompt, so the chunk is work the request would do
+        anyway. An urgent request stops a running completion."""
+        job = Job(self, run, priority, slot)
         with self._lock:
             if self._closed:
                 raise EngineClosed()
-            (self._background if background else self._requests).append(job)
+            self._queues[priority].append(job)
             running = self._current
-            if not background and running is not None and running.background and self._native is not None:
-                running.preempted = True
-                if urgent and running.slot != slot:
+            if running is not None and priority < running.priority and self._native is not None:
+                if running.background:
+                    running.preempted = True
+                    if urgent and running.slot != slot:
+                        self._native.cancel()
+                    else:
+                        self._native.yield_soon()
+                elif urgent:  # a chat request and a running completion
+                    running.cancelled = True
                     self._native.cancel()
-                else:
-                    self._native.yield_soon()
             self._wakeup.notify()
         return job
 
     def _next(self) -> Job | None:
         """The next job to run, requests first; None once the engine is closed."""
         with self._lock:
-            while not self._closed and not self._requests and not self._background:
+            while not self._closed and not any(self._queues.values()):
                 self._wakeup.wait()
             if self._closed:
                 return None
-            return (self._requests or self._background).popleft()
+            return next(queue for queue in self._queues.values() if queue).popleft()
 
     def _cancel(self, job: Job) -> None:
         with self._lock:
@@ -249,6 +317,7 @@ class Engine:
         started = time.monotonic()
         engine = native.NativeEngine(self.config.model_path, self.config.native_options())
         info = engine.info()
+        self._can_complete = any(slot.get("completion") for slot in info["slots"])
         if self.config.state_dir is not None:
             try:
                 info["restore"] = engine.restore_slots(self.config.state_dir)
@@ -279,7 +348,7 @@ class Engine:
                 self._run(engine, job)
                 if (
                     self.config.state_dir is not None
-                    and not self._requests
+                    and not self._queues[Priority.REQUEST]
                     and time.monotonic() - self._last_save > self.config.save_interval_s
                 ):
                     self._save_quietly(engine)
@@ -302,7 +371,7 @@ class Engine:
             # its generate call starts; a late cancel meant for the job before must not stop it.
             engine.clear_cancel()
             self._current = job
-            if job.background and self._requests:
+            if job.background and (self._queues[Priority.REQUEST] or self._queues[Priority.COMPLETION]):
                 job.preempted = True
                 engine.yield_soon()
         try:
@@ -312,7 +381,7 @@ class Engine:
                     # Stopped for a request: it resumes after it, from the chunks it read.
                     job.preempted = False
                     job.preemptions += 1
-                    self._background.appendleft(job)
+                    self._queues[Priority.BACKGROUND].appendleft(job)
                     return
             job.future.set_result(result)
         except NativeError as exc:
@@ -336,9 +405,9 @@ class Engine:
     def _fail_queued(self, exc: BaseException) -> None:
         with self._lock:
             self._closed = True  # a load that failed ends the engine as close() does
-            jobs = [*self._requests, *self._background]
-            self._requests.clear()
-            self._background.clear()
+            jobs = [job for queue in self._queues.values() for job in queue]
+            for queue in self._queues.values():
+                queue.clear()
         for job in jobs:
             if not job.future.done():
                 job.future.set_exception(exc)

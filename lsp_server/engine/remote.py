@@ -23,7 +23,7 @@ from typing import Any
 import openai
 
 from . import native
-from .api import ChatRequest, ChatResult, EngineError, RemoteConfig, Stats, ToolCall
+from .api import ChatRequest, ChatResult, EngineError, InfillRequest, RemoteConfig, Stats, ToolCall
 
 log = logging.getLogger("llama_lsp.engine.remote")
 
@@ -32,6 +32,9 @@ class RemoteEngine:
     """An OpenAI-compatible server as the engine (implements api.ChatEngine)."""
 
     can_warm = False  # the server keeps its own cache; reading ahead would cost the whole team
+    # Inline completion from a shared server is not built: the OpenAI API has no fill-in-the-middle
+    # call that every server serves (llama-server's is /infill, outside it).
+    can_complete = False
 
     def __init__(self, config: RemoteConfig):
         self.config = config
@@ -99,6 +102,14 @@ class RemoteEngine:
 
     def warm(self, request: ChatRequest) -> Any:
         raise EngineError("a remote backend is not warmed from here", "unsupported")
+
+    def warm_completion(self, request: InfillRequest) -> Any:
+        raise EngineError("inline completion needs the local backend", "unsupported")
+
+    async def complete(
+        self, request: InfillRequest, keep_going: Callable[[str], bool] | None = None
+    ) -> ChatResult:
+        raise EngineError("inline completion needs the local backend", "unsupported")
 
     async def aclose(self) -> None:
         await self._client.close()

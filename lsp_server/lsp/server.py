@@ -1,8 +1,8 @@
 """The language server: lifecycle, settings, status, and the one place where every handler is registered.
 
 Handlers stay thin: they validate params, wait for the model, and call a feature module (chat,
-code_actions). Every failure becomes an LSP error answer with a useful message; nothing a request does
-can take the server down. The model loads in the background after `initialized`.
+code_actions, completion). Every failure becomes an LSP error answer with a useful message; nothing a
+request does can take the server down. The model loads in the background after `initialized`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pygls.protocol import default_converter
 from .. import __version__
 from ..engine import ChatEngine, EngineError
 from . import chat, code_actions, documents, protocol, rpc, settings
+from .completion import InlineCompletion
 from .model_host import ModelHost, ModelUnavailable
 from .text_document import LspWorkspace
 from .turns import TurnService
@@ -57,7 +58,8 @@ class AssistantServer(LanguageServer):
         )
         self.settings = settings.Settings()
         self.turns = TurnService(self)
-        self.warmer = Warmer(self, self.turns, self.refresh_status)
+        self.completion = InlineCompletion(self)
+        self.warmer = Warmer(self, self.turns, self.refresh_status, self.completion.warm_request)
         self.turns.on_answered = self.warmer.answered
         self.model_host = ModelHost(self, lambda: self.settings)
         self.configured = False  # the client's configuration has been read (or it has none)
@@ -272,6 +274,7 @@ def create_server() -> AssistantServer:
             "engine": info,
             "totals": ls.turns.stats.totals_json(),
             "lastStats": ls.turns.stats.last_json(),
+            "lastCompletion": ls.completion.last,
         }
 
     @server.feature(
@@ -287,6 +290,13 @@ def create_server() -> AssistantServer:
     @_lsp_errors
     async def on_code_action_resolve(ls: AssistantServer, action: types.CodeAction) -> types.CodeAction:
         return await code_actions.resolve_action(ls.turns, action)
+
+    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+    @_lsp_errors
+    async def on_inline_completion(
+        ls: AssistantServer, params: types.InlineCompletionParams
+    ) -> types.InlineCompletionList:
+        return await ls.completion.complete(params)
 
     @server.command(protocol.COMMAND_CODE_ACTION)
     @_lsp_errors

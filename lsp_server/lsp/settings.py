@@ -36,6 +36,9 @@ class Settings:
     warm: bool = True
     # None: the model runs in this process ("local"); else an OpenAI-compatible server (engine.remote).
     backend: RemoteConfig | None = None
+    # Inline completion while typing (lsp_server.lsp.completion).
+    completion: bool = True
+    completion_time_budget_ms: int = 1000  # once over it, a completion ends at the next line break
 
     def engine_fields(self) -> tuple[Any, ...]:
         """What reloading the model depends on."""
@@ -65,6 +68,8 @@ _WIRE_NAMES = {
     "maxVerifyAttempts": "max_verify_attempts",
     "warm": "warm",
     "backend": "backend",
+    "completion": "completion",
+    "completionTimeBudgetMs": "completion_time_budget_ms",
 }
 
 _LIMITS: dict[str, tuple[float, float]] = {
@@ -76,6 +81,7 @@ _LIMITS: dict[str, tuple[float, float]] = {
     "max_tokens": (1, 32768),
     "verify_timeout": (1, 3600),
     "max_verify_attempts": (1, 10),
+    "completion_time_budget_ms": (50, 60000),
 }
 
 

@@ -6,6 +6,10 @@ the conversation with that answer is read too, so that a follow-up evaluates onl
 Background work runs only while no request waits, a request preempts it (the engine keeps the chunks
 it read), and it never evicts a conversation's slot. The most recently opened or edited documents are
 warmed, at most one fewer than the slots, so that a conversation always has a slot of its own.
+
+An opened document is also read into the completion slot, as the lines above a cursor at its end: the
+first inline completion in it then reads only the cursor's line and what follows (typing keeps that
+slot current from then on).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol
 
-from ..engine import ChatEngine, ChatRequest, EngineError
+from ..engine import ChatEngine, ChatRequest, EngineError, InfillRequest
 from .settings import Settings
 from .turns import TurnService, new_conversation_slot
 
@@ -38,10 +42,18 @@ class WarmingContext(Protocol):
 class Warmer:
     """Schedules the background reads and knows which open documents are warm now."""
 
-    def __init__(self, server: WarmingContext, turns: TurnService, on_change: Callable[[], None]):
+    def __init__(
+        self,
+        server: WarmingContext,
+        turns: TurnService,
+        on_change: Callable[[], None],
+        completion_request: Callable[[str], InfillRequest | None],
+    ):
         self._server = server
         self._turns = turns
         self._on_change = on_change  # the set of warm documents changed
+        self._completion_request = completion_request  # what typing in a document starts from
+        self._completion: tuple[str, asyncio.Task[None]] | None = None  # the document, its reading
         self._recent: OrderedDict[str, None] = OrderedDict()  # open documents, most recently used last
         self._tasks: dict[str, asyncio.Task[None]] = {}  # one pending or running warming per document
         self._warm: set[str] = set()
@@ -56,11 +68,14 @@ class Warmer:
 
     def opened(self, uri: str) -> None:
         self._schedule(uri, delay=0.0)
+        self._warm_completion(uri)
 
     def changed(self, uri: str) -> None:
         self._schedule(uri, delay=TYPING_PAUSE_S)
 
     def closed(self, uri: str) -> None:
+        if self._completion is not None and self._completion[0] == uri:
+            self._completion[1].cancel()
         self._stop(uri)
         self._recent.pop(uri, None)
         self._turns.forget(uri)
@@ -78,12 +93,16 @@ class Warmer:
         """Warms every recent document again (a new engine was loaded)."""
         for uri in list(self._recent):
             self._schedule(uri, delay=0.0)
+        if self._recent:
+            self._warm_completion(next(reversed(self._recent)))
 
     def stop_all(self) -> None:
         for uri in list(self._tasks):
             self._stop(uri)
         for task in list(self._after_answer):
             task.cancel()
+        if self._completion is not None:
+            self._completion[1].cancel()
 
     # ---- work ----------------------------------------------------------------------------------------
 
@@ -102,6 +121,32 @@ class Warmer:
                 self._set_warm(other, False)
         if uri in kept:
             self._tasks[uri] = asyncio.ensure_future(self._warm_document(uri, delay))
+
+    def _warm_completion(self, uri: str) -> None:
+        """Reads the document into the completion slot (one document at a time: the latest)."""
+        if self._completion is not None:
+            self._completion[1].cancel()
+        if self._server.settings.warm:
+            self._completion = (uri, asyncio.ensure_future(self._read_completion(uri)))
+
+    async def _read_completion(self, uri: str) -> None:
+        try:
+            engine = await self._server.ready_engine()
+            request = self._completion_request(uri)
+            if request is None or not engine.can_complete:
+                return
+            job = engine.warm_completion(request)
+        except Exception as exc:  # no model (yet): there is nothing to warm
+            log.debug("not warming completion: %s", exc)
+            return
+        try:
+            result = await job.wait()
+            log.debug("warmed completion for %s: %s", uri, result.stats)
+        except asyncio.CancelledError:
+            job.cancel()  # the engine keeps what it read so far
+            raise
+        except EngineError as exc:
+            log.info("not warming completion for %s: %s", uri, exc)
 
     def _stop(self, uri: str) -> None:
         task = self._tasks.pop(uri, None)

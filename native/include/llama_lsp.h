@@ -41,7 +41,7 @@
    native.py checks it when it loads the library and refuses another version with an error that says
    to rebuild (`make setup`), instead of failing later in a confusing way. Bump it with every change to
    this file that a caller relies on: a function, its arguments, a key or its meaning. */
-enum { LLAMA_LSP_ABI_VERSION = 2 };
+enum { LLAMA_LSP_ABI_VERSION = 3 };
 
 /* The interface version the library was built with (LLAMA_LSP_ABI_VERSION of its header). Thread-safe;
    may be called before anything else. */
@@ -91,6 +91,9 @@ void llama_lsp_set_log_callback(llama_lsp_log_cb callback, void * user_data);
      "cache_key"        a string naming the model file (e.g. a hash of its path, size and mtime); part of
                         the fingerprint of saved slots, so that a changed file invalidates them
      "n_gpu_layers"     layers to offload to a GPU backend, if the library was built with one (default 0)
+     "completion_slot"  true: one more slot, for "fim" requests only, when the model has FIM tokens
+                        (default false); it reuses the longest common prefix, answer included (not
+                        exact), and is never shared, saved or evicted for other requests
    Returns a handle, owned by the caller until llama_lsp_close. On failure returns NULL and, if
    error_json is not NULL, sets *error_json to an error object (free it with llama_lsp_free_string);
    on success sets *error_json to NULL. Thread-safe with respect to other engines. */
@@ -103,6 +106,13 @@ llama_lsp_engine * llama_lsp_open(const char * model_path, const char * options_
      "prompt"               instead of messages: raw text, tokenized as is (special tokens parsed, BOS
                             added if the model uses one), no template; the answer is plain content;
                             wins over "messages"
+     "fim"                  instead of both: fill in the middle, in the completion slot (see
+                            "completion_slot"), with the model's own FIM tokens ("invalid_request" when it
+                            has none): {"prefix" (the lines above the cursor), "prompt" (the cursor's
+                            line up to it), "suffix" (the text after the cursor), "filename", "repo",
+                            "extra": [{"filename", "text"}] (other files, before the rest, where the
+                            model has repository-level tokens)}; user text never becomes special tokens;
+                            the answer is plain content; wins over "prompt" and "messages"
      "tools"                OpenAI-style tool declarations ({"type": "function", "function": {"name",
                             "description", "parameters"}}); calls are constrained by the template's grammar
      "tool_choice"          "auto" (default), "required" (the template's tool-call opener is written at the
@@ -180,7 +190,8 @@ char * llama_lsp_restore_slots(llama_lsp_engine * engine, const char * directory
 /* Describes the model, the context and the slots: {"version", "model_path", "model_desc", "n_params",
    "model_size", "n_ctx" (all slots), "n_ctx_slot", "n_ctx_train", "n_threads", "n_threads_batch",
    "prefill_chunk", "message_start" (the token that starts a chunk, or -1), "exact_reuse", "can_reuse" (false for recurrent or hybrid models: every request
-   starts cold), "slots": [{"id", "key", "n_tokens", "last_used"}], "n_saved" (slots known on disk, not
+   starts cold), "can_infill" (the vocabulary has FIM tokens), "slots": [{"id", "key", "n_tokens",
+   "last_used", "completion" (the completion slot)}], "n_saved" (slots known on disk, not
    loaded yet), "fingerprint"}. */
 char * llama_lsp_info(llama_lsp_engine * engine);
 

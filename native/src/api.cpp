@@ -143,13 +143,16 @@ std::unique_ptr<llama_lsp_engine> open_engine(const char * model_path, const jso
         throw engine_error("model_load", std::string("llama.cpp could not load the model (corrupt or unsupported GGUF?): ") + model_path);
     }
     engine->vocab = llama_model_get_vocab(engine->model);
+    // Only a model with fill-in-the-middle tokens can use a completion slot: none is made for others.
+    const bool completion_slot = get_or<bool>(options, "completion_slot", false) && can_infill(engine->vocab);
+    const int32_t n_sequences = n_slots + (completion_slot ? 1 : 0);
 
     llama_context_params cp = llama_context_default_params();
     const int32_t n_ctx_slot = std::max(64, get_or<int32_t>(options, "n_ctx", 8192));
-    cp.n_ctx = (uint32_t) (n_ctx_slot * n_slots);
+    cp.n_ctx = (uint32_t) (n_ctx_slot * n_sequences);
     cp.n_batch = (uint32_t) std::max(512, engine->prefill_chunk);
     cp.n_ubatch = cp.n_batch;
-    cp.n_seq_max = (uint32_t) n_slots;
+    cp.n_seq_max = (uint32_t) n_sequences;
     // One KV stream per slot: a sequence's cells then sit exactly where a cold run puts them,
     // and attention (whose kernels tile and split over physical cells) gives identical results.
     // A unified cache would share cells zero-copy but makes answers depend on the other slots.
@@ -171,9 +174,10 @@ std::unique_ptr<llama_lsp_engine> open_engine(const char * model_path, const jso
         throw engine_error("model_load", std::string("the model's chat template could not be read: ") + ex.what());
     }
     engine->message_start = message_start_token(*engine);
-    for (int32_t i = 0; i < n_slots; i++) {
+    for (int32_t i = 0; i < n_sequences; i++) {
         slot s;
         s.id = i;
+        s.infill = i == n_slots;  // the last one, when there is one
         engine->slots.push_back(s);
     }
     return engine;
@@ -184,7 +188,11 @@ json engine_info(llama_lsp_engine & e) {
     llama_model_desc(e.model, desc, sizeof(desc));
     json slots = json::array();
     for (const auto & s : e.slots) {
-        slots.push_back({{"id", s.id}, {"key", s.key}, {"n_tokens", s.tokens.size()}, {"last_used", s.last_used}});
+        slots.push_back({{"id", s.id},
+                         {"key", s.key},
+                         {"n_tokens", s.tokens.size()},
+                         {"last_used", s.last_used},
+                         {"completion", s.infill}});
     }
     return {
         {"version", llama_lsp_version()},
@@ -201,6 +209,7 @@ json engine_info(llama_lsp_engine & e) {
         {"message_start", e.message_start},
         {"exact_reuse", e.exact_reuse},
         {"can_reuse", e.can_trim},
+        {"can_infill", can_infill(e.vocab)},
         {"slots", slots},
         {"n_saved", e.saved.size()},
         {"fingerprint", e.fingerprint()},

@@ -97,6 +97,12 @@ std::string tool_call_opener(const common_chat_params & chat) {
 prepared_prompt prepare(llama_lsp_engine & e, const json & request) {
     prepared_prompt p;
     p.warm = get_or<bool>(request, "warm", false);
+    if (request.contains("fim")) {
+        p.is_infill = true;
+        p.tokens = infill_tokens(e.vocab, request["fim"]);
+        p.text = common_detokenize(e.vocab, p.tokens, /*special=*/true);
+        return p;
+    }
     if (request.contains("prompt")) {
         if (!request["prompt"].is_string()) {
             throw engine_error("invalid_request", "prompt must be a string");

@@ -24,6 +24,7 @@
 //   slots.cpp        picking a slot, sharing and trimming prefixes, the cache guard
 //   state_files.cpp  saving slots to disk and restoring them (the files are untrusted)
 //   text.cpp         pure text: UTF-8 completion, stop strings, JSON tool calls, streaming
+//   infill.cpp       fill-in-the-middle prompts from the vocabulary's own FIM tokens
 //   generate.cpp     one request: match, prefill, decode, commit
 #pragma once
 
@@ -96,6 +97,10 @@ struct slot {
     std::vector<llama_token> tokens;  // exactly what the KV cache holds for this sequence
     uint64_t last_used = 0;
     bool background = false;  // last used by a background request, so background requests may take it
+    // The completion slot: only infill requests use it, and they use nothing else. Its cells are
+    // reused up to the longest common prefix, answer included (inline completion needs no exactness),
+    // so they are never shared with the other slots, never saved, and never evicted for them.
+    bool infill = false;
 };
 
 // A slot saved on disk, loaded only when a request would reuse it.
@@ -157,7 +162,7 @@ struct llama_lsp_engine {
     // How many of `cached` (cells evaluated earlier, cut by the same rule) `prompt` may keep without
     // evaluating them: at most `limit`, and for exact reuse only up to a cut that both share.
     size_t reusable(const std::vector<llama_token> & prompt, const std::vector<llama_token> & cached,
-                    size_t limit) const;
+                    size_t limit, bool exact) const;
 };
 
 namespace llama_lsp {
@@ -170,8 +175,9 @@ size_t common_prefix(const std::vector<llama_token> & a, const std::vector<llama
 // longest common prefix, else a free or least-recently-used one. A background request takes only a
 // free slot or one that background requests used last, and throws "no_slot" when there is none:
 // warming never evicts a conversation.
+// An infill request always gets the completion slot ("invalid_request" when the engine has none).
 slot & pick_slot(llama_lsp_engine & e, const std::string & key, const std::vector<llama_token> & prompt,
-                 bool background);
+                 bool background, bool infill);
 
 // Gives the target slot the longest available prefix of the prompt that it may keep (at most `limit`
 // tokens): its own, a fork of another slot's cells, or a saved state from disk.
@@ -219,11 +225,22 @@ struct prepared_prompt {
     common_chat_parser_params parse_params;  // loaded once per request, in prepare()
     std::string forced_prefix;  // text forced at the start of the answer (the tool-call opener)
     bool warm = false;          // rendered without the generation prompt: evaluated, not answered
+    bool is_infill = false;     // a fill-in-the-middle prompt, for the completion slot
 };
 
-// Renders and tokenizes a request: {"prompt"} as is, or {"messages", "tools", ...} through the model's
-// chat template. Throws "invalid_request" for a request it cannot render.
+// Renders and tokenizes a request: {"prompt"} as is, {"fim"} as a fill-in-the-middle prompt
+// (infill.cpp), or {"messages", "tools", ...} through the model's chat template. Throws
+// "invalid_request" for a request it cannot render.
 prepared_prompt prepare(llama_lsp_engine & e, const json & request);
+
+// ---- Fill in the middle (infill.cpp) -----------------------------------------------------------------
+
+// Whether the vocabulary has the prefix, suffix and middle tokens that infill prompts need.
+bool can_infill(const llama_vocab * vocab);
+
+// The tokens of a fill-in-the-middle request {"prefix", "prompt", "suffix", "filename", "repo",
+// "extra": [{"filename", "text"}]}, laid out stable-first (see infill.cpp).
+std::vector<llama_token> infill_tokens(const llama_vocab * vocab, const json & fim);
 
 // The sampler's settings: the request's, plus the template's tool-call grammar when tools are on.
 common_params_sampling sampling_params(llama_lsp_engine & e, const json & request, const prepared_prompt & p);

@@ -55,6 +55,7 @@ struct generation {
     sampler_ptr sampler;
     std::string key;             // the slot the request names ("" = any)
     bool background = false;     // may not evict a conversation (pick_slot)
+    bool exact = true;           // exact reuse (engine.h); infill requests reuse the longest common prefix
     int fail_after_chunks = -1;    // a fault injected by the tests: debug_fail_prefill_after_chunks
     int cancel_after_chunks = -1;  // a cancel injected by the tests: debug_cancel_prefill_after_chunks
 
@@ -92,6 +93,7 @@ void read_request(llama_lsp_engine & e, const json & request, generation & g) {
     g.max_tokens = (int32_t) std::min<size_t>((size_t) max_tokens, n_ctx - g.n_prompt);
     g.key = get_or<std::string>(request, "slot", "");
     g.background = get_or<bool>(request, "background", false);
+    g.exact = e.exact_reuse && !g.p.is_infill;
     g.fail_after_chunks = get_or<int>(request, "debug_fail_prefill_after_chunks", -1);
     g.cancel_after_chunks = get_or<int>(request, "debug_cancel_prefill_after_chunks", -1);
     if (g.p.warm) {
@@ -113,7 +115,7 @@ void read_request(llama_lsp_engine & e, const json & request, generation & g) {
 
 // Picks a slot, gives it the best cached prefix, drops the rest of what it held.
 slot & match(llama_lsp_engine & e, generation & g) {
-    slot & s = pick_slot(e, g.key, g.p.tokens, g.background);
+    slot & s = pick_slot(e, g.key, g.p.tokens, g.background, g.p.is_infill);
     if (s.key != g.key || g.key.empty()) {
         s.background = g.background;  // a new owner; warming a conversation's own slot keeps it its own
     }
@@ -124,7 +126,7 @@ slot & match(llama_lsp_engine & e, generation & g) {
     const size_t limit = g.p.warm ? g.n_prompt : g.n_prompt - 1;
     share_prefix(e, s, g.p.tokens, limit);
     g.n_common = common_prefix(s.tokens, g.p.tokens);
-    e.trim_slot(s, e.reusable(g.p.tokens, s.tokens, limit));
+    e.trim_slot(s, e.reusable(g.p.tokens, s.tokens, limit, g.exact));
     g.n_reused = s.tokens.size();  // trimming may have had to clear the slot
     g.t_match_ms = ms_since(g.t_start);
     return s;
@@ -138,7 +140,7 @@ void prefill(llama_lsp_engine & e, generation & g, slot & s, llama_batch & batch
     g.pos = g.n_reused;
     int chunks_done = 0;
     while (g.pos < g.n_prompt) {
-        size_t end = e.exact_reuse ? e.chunk_end(g.p.tokens, g.pos) : std::min(g.n_prompt, g.pos + n_batch);
+        size_t end = g.exact ? e.chunk_end(g.p.tokens, g.pos) : std::min(g.n_prompt, g.pos + n_batch);
         batch.n_tokens = 0;
         for (size_t i = g.pos; i < end; i++) {
             add_to_batch(batch, g.p.tokens[i], (llama_pos) i, s.id, i == g.n_prompt - 1);
@@ -255,7 +257,7 @@ json answer(generation & g, const json & request, const slot & s, piece_streamer
 void commit(llama_lsp_engine & e, const generation & g, slot & s, cache_guard & guard) {
     const std::string & finish = g.finish_reason;
     if (finish == "stop" || finish == "length" || finish == "tool_calls") {
-        if (e.exact_reuse) {
+        if (g.exact) {
             e.trim_slot(s, g.n_prompt);  // KV written one token at a time differs from a prompt evaluation
         }
         guard.commit();

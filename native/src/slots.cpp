@@ -39,13 +39,13 @@ size_t llama_lsp_engine::chunk_end(const std::vector<llama_token> & tokens, size
 }
 
 size_t llama_lsp_engine::reusable(const std::vector<llama_token> & prompt, const std::vector<llama_token> & cached,
-                                  size_t limit) const {
+                                  size_t limit, bool exact) const {
     if (!can_trim) {
         return 0;
     }
     const size_t n_common = common_prefix(prompt, cached);
     const size_t n = std::min(n_common, limit);
-    if (!exact_reuse) {
+    if (!exact) {
         return n;
     }
     // The cuts of both token lists agree before n_common, since each depends only on the tokens before
@@ -77,15 +77,22 @@ size_t common_prefix(const std::vector<llama_token> & a, const std::vector<llama
 }
 
 slot & pick_slot(llama_lsp_engine & e, const std::string & key, const std::vector<llama_token> & prompt,
-                 bool background) {
+                 bool background, bool infill) {
+    if (infill) {
+        for (auto & s : e.slots) {
+            if (s.infill) return s;
+        }
+        throw engine_error("invalid_request", "the engine has no completion slot (open it with completion_slot)");
+    }
     if (!key.empty()) {
         for (auto & s : e.slots) {
-            if (s.key == key) return s;
+            if (s.key == key && !s.infill) return s;
         }
     } else if (!background) {
         slot * best = nullptr;
         size_t best_common = 0;
         for (auto & s : e.slots) {
+            if (s.infill) continue;
             size_t n = common_prefix(s.tokens, prompt);
             if (n > best_common) {
                 best = &s;
@@ -96,6 +103,7 @@ slot & pick_slot(llama_lsp_engine & e, const std::string & key, const std::vecto
     }
     slot * victim = nullptr;
     for (auto & s : e.slots) {
+        if (s.infill) continue;
         if (s.tokens.empty() && s.key.empty()) return s;
         if (background && !s.background) continue;
         if (!victim || s.last_used < victim->last_used) victim = &s;
@@ -107,15 +115,15 @@ slot & pick_slot(llama_lsp_engine & e, const std::string & key, const std::vecto
 }
 
 void share_prefix(llama_lsp_engine & e, slot & target, const std::vector<llama_token> & prompt, size_t limit) {
-    if (!e.can_trim) {
-        return;
+    if (!e.can_trim || target.infill) {
+        return;  // the completion slot keeps its own cells, and its requests reuse only those (match)
     }
-    const size_t own = e.reusable(prompt, target.tokens, limit);
+    const size_t own = e.reusable(prompt, target.tokens, limit, e.exact_reuse);
     slot * donor = nullptr;
     size_t from_donor = own;
     for (auto & s : e.slots) {
-        if (&s == &target) continue;
-        size_t n = e.reusable(prompt, s.tokens, limit);
+        if (&s == &target || s.infill) continue;
+        size_t n = e.reusable(prompt, s.tokens, limit, e.exact_reuse);
         if (n > from_donor) {
             donor = &s;
             from_donor = n;
@@ -124,7 +132,7 @@ void share_prefix(llama_lsp_engine & e, slot & target, const std::vector<llama_t
     const saved_slot * from_disk = nullptr;
     size_t disk_common = std::max(own, from_donor);
     for (const auto & saved : e.saved) {
-        size_t n = e.reusable(prompt, saved.tokens, limit);
+        size_t n = e.reusable(prompt, saved.tokens, limit, e.exact_reuse);
         bool named_for_it = !target.key.empty() && saved.key == target.key && own == 0;
         if (n > disk_common || (named_for_it && n > 0 && n >= disk_common)) {
             from_disk = &saved;

@@ -227,7 +227,7 @@ json save_slots(llama_lsp_engine & e, const std::string & directory) {
     }
     std::vector<const slot *> live;
     for (const auto & s : e.slots) {
-        if (!s.tokens.empty()) live.push_back(&s);
+        if (!s.tokens.empty() && !s.infill) live.push_back(&s);  // typing's cache is not worth a file
     }
     size_t n_kept = max_saved_slots(e) - std::min(live.size(), max_saved_slots(e));
     if (e.saved.size() > n_kept) e.saved.resize(n_kept);  // the index lists the newest first

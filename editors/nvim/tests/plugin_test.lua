@@ -1,6 +1,7 @@
 -- The plugin end to end in headless Neovim, against the real server and model, in the order a user
 -- meets it. Run by tests/test_nvim.py:
---   nvim --headless --clean -l editors/nvim/tests/plugin_test.lua
+--   nvim --headless --clean -c "lua dofile('editors/nvim/tests/plugin_test.lua')"
+-- (not `-l`: with `-l` Neovim exits when it waits for a key, and the completion steps type in Insert mode)
 -- with LLAMA_LSP_CMD (a JSON list), LLAMA_LSP_MODEL (chat), LLAMA_LSP_EDIT_MODEL (code actions),
 -- LLAMA_LSP_WORKSPACE and LLAMA_LSP_CACHE set. Optional: LLAMA_LSP_BACKEND (JSON), the `backend` setting
 -- (a remote server answers instead of the model in the server's process); LLAMA_LSP_STEPS (a JSON list
@@ -39,6 +40,91 @@ local function ask(command)
   return last.result, last.n_partials
 end
 
+---Run `body` in Insert mode, as a user types. `keys` (such as "GA") start Insert mode; `body(ui)` runs as a
+---coroutine whose waits hand control back to Neovim, which handles typed keys, timers and the server's
+---answers only while no Lua runs. `ui.type(keys)` types keys (mappings apply), `ui.wait_for(what,
+---timeout_ms, condition)` and `ui.sleep(ms)` wait. <Esc> ends Insert mode once `body` returns or fails;
+---a failure is raised here.
+local function in_insert_mode(keys, body)
+  local waiting ---@type { what: string, deadline: number, condition: fun(): boolean }?
+  local outcome ---@type { ok: boolean, err?: string }?
+  local function now_ms()
+    return vim.uv.hrtime() / 1e6
+  end
+  local ui = {
+    type = function(typed)
+      vim.api.nvim_feedkeys(vim.keycode(typed), "mt", false)
+      coroutine.yield()
+    end,
+    wait_for = function(what, timeout_ms, condition)
+      coroutine.yield({ what = what, deadline = now_ms() + timeout_ms, condition = condition })
+    end,
+    sleep = function(ms)
+      local until_ms = now_ms() + ms
+      coroutine.yield({
+        what = "the sleep",
+        deadline = math.huge,
+        condition = function()
+          return now_ms() >= until_ms
+        end,
+      })
+    end,
+  }
+  local co = coroutine.create(body)
+  local timer = assert(vim.uv.new_timer())
+  local function finish(ok, err)
+    outcome = { ok = ok, err = err }
+    timer:stop()
+    timer:close()
+    vim.api.nvim_feedkeys(vim.keycode("<Esc>"), "n", false)
+  end
+  timer:start(
+    20,
+    20,
+    vim.schedule_wrap(function()
+      if outcome then
+        return
+      end
+      if waiting then
+        local ok, done = pcall(waiting.condition)
+        if not ok then
+          return finish(false, done)
+        elseif not done then
+          if now_ms() > waiting.deadline then
+            finish(false, "timed out waiting for " .. waiting.what)
+          end
+          return
+        end
+        waiting = nil
+      end
+      local ok, yielded = coroutine.resume(co, ui)
+      if not ok then
+        finish(false, debug.traceback(co, yielded))
+      elseif coroutine.status(co) == "dead" then
+        finish(true)
+      else
+        waiting = yielded
+      end
+    end)
+  )
+  -- Returns once Insert mode ends ("!": not when the keys run out).
+  vim.api.nvim_feedkeys(vim.keycode(keys), "x!", false)
+  assert(outcome, "Insert mode ended before the test did")
+  if not outcome.ok then
+    error(outcome.err, 0)
+  end
+end
+
+---The ghost text's extmarks in a buffer (Neovim's own namespace where it shows them, on 0.12+).
+local function ghost_marks(buf)
+  local completion = require("llama_lsp.completion")
+  local ns = completion.info().namespace
+  if completion.native() then
+    ns = vim.api.nvim_get_namespaces()["nvim.lsp.inline_completion"] or -1
+  end
+  return vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })
+end
+
 local steps, offline_steps = {}, {}
 local function step(name, run)
   table.insert(steps, { name = name, run = run })
@@ -71,9 +157,9 @@ local UNCHECKED = {
 }
 
 ---An in-process server (`vim.lsp.start` takes a function as `cmd`): `replies[method]` is the result, or a
----function of the params that returns it. It records what it was sent; `fake.dispatchers` sends to the
----client (`fake.dispatchers.notification(method, params)`).
-local fake = { replies = {}, requests = {}, notifications = {} }
+---function of the params that returns it (`fake.NO_REPLY`: no answer). It records what it was sent, with
+---the request ids; `fake.dispatchers` sends to the client (`fake.dispatchers.notification(method, params)`).
+local fake = { replies = {}, requests = {}, notifications = {}, NO_REPLY = {} }
 local function fake_server(dispatchers)
   fake.dispatchers = dispatchers
   local closing, next_id = false, 0
@@ -89,11 +175,14 @@ local function fake_server(dispatchers)
     request = function(method, params, callback, notify_reply_callback)
       next_id = next_id + 1
       local id = next_id
-      table.insert(fake.requests, { method = method, params = params })
+      table.insert(fake.requests, { method = method, params = params, id = id })
       vim.schedule(function()
         local reply = fake.replies[method]
         if type(reply) == "function" then
           reply = reply(params)
+        end
+        if reply == fake.NO_REPLY then
+          return
         end
         callback(nil, reply)
         if notify_reply_callback then
@@ -123,6 +212,7 @@ fake.replies["initialize"] = {
     textDocumentSync = 1,
     codeActionProvider = { resolveProvider = true },
     executeCommandProvider = { commands = { "llamaLsp.codeAction" } },
+    inlineCompletionProvider = vim.empty_dict(),
   },
   serverInfo = { name = "fake-llama-lsp", version = "0" },
 }
@@ -442,6 +532,156 @@ offline_step("the statusline says whether the buffer is warm", function()
   vim.api.nvim_del_augroup_by_id(group)
 end)
 
+---The stand-in's inline completion requests so far.
+local function inline_requests()
+  return vim.tbl_filter(function(r)
+    return r.method == "textDocument/inlineCompletion"
+  end, fake.requests)
+end
+
+local calc_buf
+
+offline_step("inline completion: ghost text after a pause, typing cancels and dismisses, <Tab> accepts", function()
+  local completion = require("llama_lsp.completion")
+  -- setup() sent the completion settings with the others.
+  local sent = fake.requests[1].params.initializationOptions
+  assert(sent.completion == true and sent.completionTimeBudgetMs == 1000, vim.inspect(sent))
+  local path = vim.fs.dirname(vim.api.nvim_buf_get_name(fake_buf)) .. "/calc.py"
+  vim.fn.writefile({ "def add(a, b):", "    return" }, path)
+  vim.cmd.edit(path)
+  calc_buf = vim.api.nvim_get_current_buf()
+  wait_for("calc.py to attach", 5000, function()
+    return llama.client_for(calc_buf) ~= nil
+  end)
+  assert(completion.advertised(llama.client_for(calc_buf)))
+  local uri = vim.uri_from_bufnr(calc_buf)
+  local hold = true -- leave the requests unanswered, as a server still generating
+  local suggestion = " a + b\n\n    # and more\n    pass"
+  fake.replies["textDocument/inlineCompletion"] = function(params)
+    if hold then
+      return fake.NO_REPLY
+    end
+    return { items = { { insertText = suggestion, range = { start = params.position, ["end"] = params.position } } } }
+  end
+  local function line()
+    return vim.api.nvim_buf_get_lines(calc_buf, 1, 2, false)[1]
+  end
+  local before = #inline_requests()
+  in_insert_mode("GA", function(ui)
+    ui.wait_for("a request once typing pauses", 5000, function()
+      return #inline_requests() == before + 1
+    end)
+    local first = inline_requests()[before + 1]
+    assert(first.params.textDocument.uri == uri, vim.inspect(first))
+    assert(vim.deep_equal(first.params.position, { line = 1, character = 10 }), vim.inspect(first))
+    assert(first.params.context.triggerKind == 2, vim.inspect(first))
+    -- Typing on cancels it; the next request goes once typing pauses again, and its answer shows.
+    hold = false
+    ui.type("x")
+    ui.wait_for("the ghost text", 5000, function()
+      return #ghost_marks(calc_buf) == 1
+    end)
+    if not completion.native() then
+      local cancelled = vim.tbl_filter(function(n)
+        return n.method == "$/cancelRequest" and n.params.id == first.id
+      end, fake.notifications)
+      assert(#cancelled == 1, "the stale request was not cancelled")
+      local second = inline_requests()[before + 2]
+      assert(vim.deep_equal(second.params.position, { line = 1, character = 11 }), vim.inspect(second))
+      assert(#inline_requests() == before + 2, vim.inspect(inline_requests()))
+      local mark = ghost_marks(calc_buf)[1]
+      local row, col, details = mark[2], mark[3], mark[4]
+      assert(row == 1 and col == 11, vim.inspect(mark))
+      assert(details.virt_text_pos == "inline", vim.inspect(details))
+      assert(vim.deep_equal(details.virt_text, { { " a + b", "LlamaGhostText" } }), vim.inspect(details))
+      local expected_lines = {
+        { { "", "LlamaGhostText" } },
+        { { "    # and more", "LlamaGhostText" } },
+        { { "    pass", "LlamaGhostText" } },
+      }
+      assert(vim.deep_equal(details.virt_lines, expected_lines), vim.inspect(details))
+      assert(vim.api.nvim_get_hl(0, { name = "LlamaGhostText" }).link == "Comment")
+      assert(completion.visible() and completion.info().shown == suggestion)
+    end
+    -- Typing dismisses it (the next request stays unanswered, so nothing comes back).
+    hold = true
+    ui.type("<BS>")
+    ui.wait_for("the ghost text to go", 5000, function()
+      return #ghost_marks(calc_buf) == 0 and #inline_requests() >= before + 3
+    end)
+    -- With nothing shown, <Tab> does what it does (Python's ftplugin: spaces to the next 'softtabstop').
+    ui.type("<Tab>")
+    ui.wait_for("a Tab", 5000, function()
+      return line() == "    return  "
+    end)
+    hold = false
+    ui.type("<BS>")
+    ui.wait_for("the ghost text at the end of `return`", 5000, function()
+      local marks = ghost_marks(calc_buf)
+      return #marks == 1 and marks[1][3] == 10
+    end)
+    ui.type("<Tab>")
+    ui.wait_for("the suggestion to be inserted", 5000, function()
+      return vim.api.nvim_buf_line_count(calc_buf) == 5
+    end)
+    local lines = vim.api.nvim_buf_get_lines(calc_buf, 0, -1, false)
+    assert(vim.deep_equal(lines, { "def add(a, b):", "    return a + b", "", "    # and more", "    pass" }), vim.inspect(lines))
+    assert(vim.deep_equal(vim.api.nvim_win_get_cursor(0), { 5, 8 }), vim.inspect(vim.api.nvim_win_get_cursor(0)))
+    assert(#ghost_marks(calc_buf) == 0)
+  end)
+  -- Leaving Insert mode cancels what is pending and shows nothing.
+  vim.wait(300)
+  assert(#ghost_marks(calc_buf) == 0 and not completion.visible())
+  assert(not completion.info().pending, vim.inspect(completion.info()))
+end)
+
+offline_step("inline completion: enabled = false sends no request; the options reach the server", function()
+  local completion = require("llama_lsp.completion")
+  llama.setup({ filetypes = { "python" }, init_options = { verifyTimeout = 30 }, completion = { enabled = false } })
+  require("llama_lsp.config").options.cmd = fake_server
+  local change = fake.notifications[#fake.notifications]
+  assert(change.method == "workspace/didChangeConfiguration", vim.inspect(change))
+  assert(change.params.settings.llamaLsp.completion == false, vim.inspect(change))
+  local function insert_mapping(key)
+    return vim.api.nvim_buf_call(calc_buf, function()
+      return vim.fn.maparg(key, "i", false, true)
+    end)
+  end
+  -- No mapping of ours (Neovim 0.11 has a global one, for snippets).
+  assert(insert_mapping("<Tab>").buffer ~= 1, vim.inspect(insert_mapping("<Tab>")))
+  fake.replies["textDocument/inlineCompletion"] = function(params)
+    return { items = { { insertText = " a", range = { start = params.position, ["end"] = params.position } } } }
+  end
+  vim.cmd.buffer(calc_buf)
+  local before = #inline_requests()
+  in_insert_mode("GA", function(ui)
+    ui.type("x")
+    ui.sleep(600)
+    ui.type("<Tab>")
+    ui.sleep(600)
+  end)
+  assert(#inline_requests() == before, vim.inspect(inline_requests()))
+  assert(#ghost_marks(calc_buf) == 0)
+  local last = vim.api.nvim_buf_get_lines(calc_buf, 4, 5, false)[1]
+  assert(last == "    passx   ", vim.inspect(last)) -- <Tab>: spaces to the next 'softtabstop'
+  -- On again, with another key and time budget.
+  llama.setup({
+    filetypes = { "python" },
+    init_options = { verifyTimeout = 30 },
+    completion = { accept_key = "<C-l>", time_budget_ms = 300 },
+  })
+  require("llama_lsp.config").options.cmd = fake_server
+  change = fake.notifications[#fake.notifications]
+  local settings = change.params.settings.llamaLsp
+  assert(settings.completion == true and settings.completionTimeBudgetMs == 300, vim.inspect(settings))
+  assert(insert_mapping("<Tab>").buffer ~= 1, vim.inspect(insert_mapping("<Tab>")))
+  assert(insert_mapping("<C-L>").buffer == 1, vim.inspect(insert_mapping("<C-L>")))
+  llama.setup({ filetypes = { "python" }, init_options = { verifyTimeout = 30 } })
+  require("llama_lsp.config").options.cmd = fake_server
+  assert(insert_mapping("<Tab>").buffer == 1 and vim.tbl_isempty(insert_mapping("<C-L>")))
+  vim.cmd.buffer(fake_buf)
+end)
+
 offline_step("the stand-in stops", function()
   vim.lsp.stop_client(vim.lsp.get_clients())
   wait_for("the client to stop", 5000, function()
@@ -553,6 +793,39 @@ step(":LlamaStop cancels", function()
   assert(chat_text() == "" and chat.info().conversation_id == nil)
 end)
 
+step("inline completion: ghost text in Insert mode, <Tab> accepts it", function()
+  local completion = require("llama_lsp.completion")
+  vim.fn.writefile({ "def add(a, b):", "    return" }, workspace .. "/calc.py")
+  vim.cmd.edit(workspace .. "/calc.py")
+  local buf = vim.api.nvim_get_current_buf()
+  wait_for("calc.py to attach", 10000, function()
+    return llama.client_for(buf) ~= nil
+  end)
+  assert(completion.advertised(llama.client_for(buf)), "the server does not offer inline completion")
+  local shown, cursor
+  in_insert_mode("GA", function(ui)
+    ui.wait_for("the ghost text", 120000, function()
+      return #ghost_marks(buf) > 0
+    end)
+    local mark = ghost_marks(buf)[1]
+    assert(mark[2] == 1 and mark[3] == 10, vim.inspect(mark))
+    shown = completion.info().shown
+    ui.type("<Tab>")
+    ui.wait_for("the completion to be inserted", 5000, function()
+      return vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1] ~= "    return"
+    end)
+    cursor = vim.api.nvim_win_get_cursor(0)
+  end)
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  assert(#lines[2] > #"    return" and vim.startswith(lines[2], "    return"), vim.inspect(lines))
+  if shown then -- the plugin's own ghost text (0.10/0.11): exactly it went in, and the cursor to its end
+    local expected = vim.split("def add(a, b):\n    return" .. shown, "\n", { plain = true })
+    assert(vim.deep_equal(lines, expected), vim.inspect({ lines = lines, shown = shown }))
+    assert(vim.deep_equal(cursor, { #lines, #lines[#lines] }), vim.inspect({ cursor = cursor, lines = lines }))
+  end
+  vim.cmd.buffer(source_buf)
+end)
+
 step("a code action edits the buffer", function()
   -- Edits need the larger model (the test model's do not apply). Calling setup() again sends the
   -- new settings to the running server, which reloads.
@@ -591,6 +864,8 @@ step(":checkhealth reports OK", function()
   assert(report:find("OK server starts: llama%-lsp"), report)
   assert(report:find("OK model installed", 1, true), report)
   assert(report:find("model loaded", 1, true), report)
+  assert(report:find("inline completion: on", 1, true), report)
+  assert(report:find("offers inline completion", 1, true), report)
   assert(not report:find("ERROR", 1, true), report)
 end)
 

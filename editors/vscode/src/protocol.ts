@@ -159,6 +159,21 @@ export interface StatsResult {
     cacheHitRate: number | null;
   };
   lastStats: TurnStats | null;
+  /** The last inline completion's figures; null before the first one (absent from an older server). */
+  lastCompletion?: CompletionStats | null;
+}
+
+/**
+ * One inline completion (`textDocument/inlineCompletion`) as `assistant/stats` reports it. `cached`: the
+ * server answered from its recent completions without the model; then only `tMs` is given.
+ */
+export interface CompletionStats {
+  cached: boolean;
+  tMs: number;
+  nPrompt?: number;
+  nEvaluated?: number;
+  nGenerated?: number;
+  finishReason?: FinishReason;
 }
 
 export type ActionKind = 'explain' | 'fix' | 'document' | 'refactor' | 'tests';
@@ -213,6 +228,13 @@ export interface InitializationOptions {
   warm: boolean;
   /** Where the model runs: `'local'`, in the server process, or an OpenAI-compatible server. */
   backend: Backend;
+  /**
+   * Inline completion (ghost text) while typing. Off: the extension sends no requests either
+   * (inlineCompletion.ts); the server gets it so that it answers nothing to any other client.
+   */
+  completion: boolean;
+  /** Once a completion has run this long (ms, 50-60000), it ends at the end of the line it is writing. */
+  completionTimeBudgetMs: number;
 }
 
 /**

@@ -2,7 +2,8 @@
  * The server's lifecycle: find its command, start it as a language client, stop and restart it, and
  * turn what it reports (status notifications, loading progress, messages) into one ServerStatus. Also
  * the typed requests the rest of the extension sends, so that only this module knows the client, and
- * the settings the server sees, which depend on workspace trust (settings.ts, `forTrust`).
+ * the settings the server sees, which depend on workspace trust (settings.ts, `forTrust`). Inline
+ * completion is the client's built-in feature, with the middleware of inlineCompletion.ts.
  */
 
 import * as os from 'node:os';
@@ -37,7 +38,8 @@ import {
 } from './protocol';
 import { repeatsStatusError } from './notifications';
 import { isExecutable, resolveServerCommand, type ServerCommand } from './serverCommand';
-import { configurationForServer, initializationOptions, readSettings } from './settings';
+import { inlineCompletionMiddleware } from './inlineCompletion';
+import { completionEnabled, configurationForServer, initializationOptions, readSettings } from './settings';
 import { applyLoadProgress, applyStatusNotification, initialStatus, type ServerStatus } from './status';
 import { isVerification } from './verification';
 
@@ -94,7 +96,7 @@ export class LlamaServer implements vscode.Disposable {
         this.output.warn(`stopping the server: ${String(error)}`);
       }
     }
-    this.setStatus({ phase: 'stopped', lastStats: this.current.lastStats });
+    this.setStatus({ phase: 'stopped', ...this.carried() });
   }
 
   async restart(): Promise<void> {
@@ -184,6 +186,11 @@ export class LlamaServer implements vscode.Disposable {
     return result;
   }
 
+  /** What a new state keeps of the current one: the last figures, which outlive a restart. */
+  private carried(): Pick<ServerStatus, 'lastStats' | 'lastCompletion'> {
+    return { lastStats: this.current.lastStats, lastCompletion: this.current.lastCompletion };
+  }
+
   private setStatus(status: ServerStatus): void {
     this.current = status;
     this.statusChanged.fire(status);
@@ -237,11 +244,11 @@ export class LlamaServer implements vscode.Disposable {
     if (command === undefined) {
       const message = vscode.workspace.isTrusted ? NOT_FOUND : NOT_FOUND_RESTRICTED;
       this.output.error(message);
-      this.setStatus({ phase: 'error', message, lastStats: this.current.lastStats });
+      this.setStatus({ phase: 'error', message, ...this.carried() });
       return;
     }
     this.output.info(`starting ${[command.command, ...command.args].join(' ')} --stdio (from ${command.source})`);
-    this.setStatus({ phase: 'starting', lastStats: this.current.lastStats });
+    this.setStatus({ phase: 'starting', ...this.carried() });
 
     // TransportKind.stdio makes the client append `--stdio`, which the server accepts.
     const serverOptions: ServerOptions = {
@@ -283,6 +290,11 @@ export class LlamaServer implements vscode.Disposable {
             });
           },
         },
+        // Ghost text: nothing is sent while the setting is off; each answer's time goes to the status bar.
+        ...inlineCompletionMiddleware({
+          enabled: () => completionEnabled(vscode.workspace.getConfiguration(SECTION)),
+          onTimed: (timing) => this.setStatus({ ...this.current, lastCompletion: timing }),
+        }),
         resolveCodeAction: async (item, token, next) => {
           const resolved = await next(item, token);
           this.noteResolved(resolved);
@@ -299,7 +311,7 @@ export class LlamaServer implements vscode.Disposable {
     client.onNotification(ShowMessageNotification.type, (params) => this.showMessage(params));
     client.onDidChangeState((event) => {
       if (event.newState === State.Stopped && this.client === client && this.current.phase !== 'error') {
-        this.setStatus({ phase: 'stopped', lastStats: this.current.lastStats });
+        this.setStatus({ phase: 'stopped', ...this.carried() });
       }
     });
     this.client = client;
@@ -310,7 +322,7 @@ export class LlamaServer implements vscode.Disposable {
       this.setStatus({
         phase: 'error',
         message: `The llama-lsp server did not start (${command.command}): ${error instanceof Error ? error.message : String(error)}`,
-        lastStats: this.current.lastStats,
+        ...this.carried(),
         reported: true,
       });
     }

@@ -11,6 +11,8 @@ export const DEFAULT_VERIFY_TIMEOUT = 60;
 export const DEFAULT_MAX_VERIFY_ATTEMPTS = 3;
 export const DEFAULT_WARM = true;
 export const DEFAULT_BACKEND: Backend = 'local';
+export const DEFAULT_COMPLETION = true;
+export const DEFAULT_COMPLETION_TIME_BUDGET_MS = 1000;
 
 export interface Settings {
   /** Empty: find the server automatically (see serverCommand.ts). */
@@ -26,6 +28,10 @@ export interface Settings {
   warm: boolean;
   /** 'local': the model runs in the server; else the OpenAI-compatible server that answers instead. */
   backend: Backend;
+  /** Inline completion (ghost text) while typing. */
+  completion: boolean;
+  /** Once a completion has run this long, it ends at the end of the line it is writing. */
+  completionTimeBudgetMs: number;
 }
 
 export interface ConfigReader {
@@ -43,7 +49,14 @@ export function readSettings(config: ConfigReader): Settings {
     maxVerifyAttempts: config.get<number>('maxVerifyAttempts') ?? DEFAULT_MAX_VERIFY_ATTEMPTS,
     warm: config.get<boolean>('warm') ?? DEFAULT_WARM,
     backend: config.get<Backend>('backend') ?? DEFAULT_BACKEND,
+    completion: completionEnabled(config),
+    completionTimeBudgetMs: config.get<number>('completionTimeBudgetMs') ?? DEFAULT_COMPLETION_TIME_BUDGET_MS,
   };
+}
+
+/** Read on every inline completion request (inlineCompletion.ts), so that turning it off takes effect at once. */
+export function completionEnabled(config: ConfigReader): boolean {
+  return config.get<boolean>('completion') ?? DEFAULT_COMPLETION;
 }
 
 /**
@@ -61,6 +74,8 @@ export function initializationOptions(settings: Settings, trusted: boolean): Ini
       maxVerifyAttempts: settings.maxVerifyAttempts,
       warm: settings.warm,
       backend: settings.backend,
+      completion: settings.completion,
+      completionTimeBudgetMs: settings.completionTimeBudgetMs,
     },
     trusted,
   );

@@ -3,7 +3,8 @@
  * work-done progress while it loads, and the client's own state. Pure: statusBar.ts shows the result.
  */
 
-import type { StatsResult, StatusParams, TurnStats } from './protocol';
+import type { CompletionTiming } from './inlineCompletion';
+import type { CompletionStats, StatsResult, StatusParams, TurnStats } from './protocol';
 
 export type Phase = 'starting' | 'loading' | 'ready' | 'busy' | 'error' | 'stopped';
 
@@ -14,6 +15,8 @@ export interface ServerStatus {
   percent?: number;
   queue?: number;
   lastStats?: TurnStats;
+  /** The last inline completion request the client saw answered (inlineCompletion.ts). */
+  lastCompletion?: CompletionTiming;
   installModel?: string;
   /**
    * The open documents (URIs as the client sent them) whose prompt the server has in its cache now;
@@ -26,13 +29,17 @@ export interface ServerStatus {
 
 export const initialStatus: ServerStatus = { phase: 'starting' };
 
-/** The server's notification replaces the state, except the last stats, which outlive a restart. */
+/**
+ * The server's notification replaces the state, except the last request's and the last completion's
+ * figures, which outlive a restart.
+ */
 export function applyStatusNotification(previous: ServerStatus, params: StatusParams): ServerStatus {
   return {
     phase: params.state,
     message: params.message,
     queue: params.queue,
     lastStats: params.lastStats ?? previous.lastStats,
+    lastCompletion: previous.lastCompletion,
     installModel: params.installModel,
     warm: Array.isArray(params.warm) ? params.warm : undefined,
     percent: params.state === 'loading' ? previous.percent : undefined,
@@ -69,6 +76,18 @@ export function formatStats(stats: TurnStats): string {
     `${count(stats.nReused)} of ${count(stats.nPrompt)} prompt tokens cached (${percent}%)` +
     ` · ${count(stats.nGenerated)} tokens`
   );
+}
+
+/** "240 ms", "1,240 ms"; "240 ms, nothing to suggest" when the answer had no suggestion. */
+export function formatCompletionTiming(timing: CompletionTiming): string {
+  return `${count(Math.round(timing.ms))} ms${timing.suggested ? '' : ', nothing to suggest'}`;
+}
+
+/** The server's figures for its last completion: "812 ms, 3 tokens" or "repeated (0 ms)". */
+export function formatCompletionStats(stats: CompletionStats): string {
+  const ms = `${count(Math.round(stats.tMs))} ms`;
+  if (stats.cached) return `repeated (${ms})`;
+  return stats.nGenerated === undefined ? ms : `${ms}, ${count(stats.nGenerated)} tokens`;
 }
 
 export interface StatusView {
@@ -128,6 +147,7 @@ export function statusView(status: ServerStatus, activeDocument?: string): Statu
   }
   if (warm !== undefined) details.push(warm ? WARM_LINE : COLD_LINE);
   if (status.lastStats) details.push(`Last request: ${formatStats(status.lastStats)}`);
+  if (status.lastCompletion) details.push(`Last completion: ${formatCompletionTiming(status.lastCompletion)}`);
   details.push('Click for cache stats');
   return { text, tooltip: details.join('\n'), isError: status.phase === 'error' };
 }
@@ -145,6 +165,7 @@ export function statsSummary(stats: StatsResult): string {
     parts.push(requests);
   }
   if (stats.lastStats) parts.push(`last: ${formatStats(stats.lastStats)}`);
+  if (stats.lastCompletion) parts.push(`last completion: ${formatCompletionStats(stats.lastCompletion)}`);
   if (stats.error) parts.push(stats.error);
   return parts.join(' · ');
 }

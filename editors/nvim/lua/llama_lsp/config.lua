@@ -35,6 +35,16 @@ local M = {}
 ---@field apiKeyEnv? string          the environment variable that holds the API key
 ---@field timeout? number            seconds to wait for the server's next bytes (default 600)
 
+---Inline completion (ghost text) while typing. On Neovim 0.12+ Neovim's `vim.lsp.inline_completion`
+---shows it (its own debounce applies); on 0.10/0.11 the plugin does.
+---@class llama_lsp.CompletionOptions
+---@field enabled? boolean           false: no requests at all (default true)
+---@field accept_key? string|false   Insert mode: accepts the suggestion when one is shown, else does what
+---                                  the key does (default "<Tab>"); false: no mapping
+---@field debounce_ms? integer       the pause in typing before a request (default 150; 0.10/0.11 only)
+---@field time_budget_ms? integer    the server's `completionTimeBudgetMs`: once over it, a completion ends
+---                                  at the next line break (default 1000)
+
 ---@class llama_lsp.Options
 ---@field cmd string[]                  how to start the server
 ---@field init_options llama_lsp.ServerSettings  sent as initializationOptions and as the `llamaLsp` settings
@@ -42,6 +52,7 @@ local M = {}
 ---@field root_markers string[]         files that mark a workspace root (one server per root)
 ---@field keymaps llama_lsp.Keymaps|false
 ---@field chat { position: "right"|"left"|"above"|"below", size: integer }
+---@field completion llama_lsp.CompletionOptions
 
 ---@type llama_lsp.Options
 M.defaults = {
@@ -51,6 +62,7 @@ M.defaults = {
   root_markers = { ".git", "pyproject.toml", "package.json", "Cargo.toml", "go.mod", "Makefile" },
   keymaps = false,
   chat = { position = "right", size = 80 },
+  completion = { enabled = true, accept_key = "<Tab>", debounce_ms = 150, time_budget_ms = 1000 },
 }
 
 ---@type llama_lsp.Options
@@ -67,6 +79,14 @@ function M.setup(opts)
     ["opts.root_markers"] = { opts.root_markers, "table", true },
     ["opts.chat"] = { opts.chat, "table", true },
     ["opts.keymaps"] = { opts.keymaps, { "table", "boolean" }, true },
+    ["opts.completion"] = { opts.completion, "table", true },
+  })
+  local completion = opts.completion or {}
+  vim.validate({
+    ["opts.completion.enabled"] = { completion.enabled, "boolean", true },
+    ["opts.completion.accept_key"] = { completion.accept_key, { "string", "boolean" }, true },
+    ["opts.completion.debounce_ms"] = { completion.debounce_ms, "number", true },
+    ["opts.completion.time_budget_ms"] = { completion.time_budget_ms, "number", true },
   })
   M.options = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts)
   -- Lists replace the default rather than merging into it index by index.
@@ -81,7 +101,8 @@ end
 ---The `llamaLsp` settings for the server: `init_options`, with `verifyCommand` ("" for none) and
 ---`backend` ("local" for none) always present. The server keeps a setting that a later configuration
 ---leaves out, so without this, dropping verifyCommand from a second setup() would leave running servers
----checking edits, and dropping backend would leave them sending code to the remote server.
+---checking edits, and dropping backend would leave them sending code to the remote server. `completion`
+---and `completionTimeBudgetMs` come from the `completion` options, always.
 ---@return llama_lsp.ServerSettings
 function M.server_settings()
   local settings = vim.deepcopy(M.options.init_options)
@@ -91,6 +112,8 @@ function M.server_settings()
   if settings.backend == nil then
     settings.backend = "local"
   end
+  settings.completion = M.options.completion.enabled
+  settings.completionTimeBudgetMs = math.floor(M.options.completion.time_budget_ms)
   return settings
 end
 

@@ -1,4 +1,5 @@
----`:checkhealth llama_lsp`: is the server found, does it start, is the model there and loaded.
+---`:checkhealth llama_lsp`: is the server found, does it start, is the model there and loaded, is
+---inline completion on and offered.
 local config = require("llama_lsp.config")
 local protocol = require("llama_lsp.protocol")
 
@@ -76,6 +77,18 @@ local function check_verify()
   end
 end
 
+local function check_completion()
+  local opts = config.options.completion
+  if not opts.enabled then
+    health.info("inline completion: off (completion.enabled = false)")
+    return
+  end
+  local shown_by = require("llama_lsp.completion").native() and "Neovim's vim.lsp.inline_completion"
+    or string.format("the plugin, %d ms after typing pauses", opts.debounce_ms)
+  local key = opts.accept_key and string.format("%s accepts", opts.accept_key) or "no accept key mapped"
+  health.info(string.format("inline completion: on (shown by %s; %s)", shown_by, key))
+end
+
 local function check_clients()
   local clients = vim.lsp.get_clients({ name = protocol.CLIENT_NAME })
   if #clients == 0 then
@@ -94,6 +107,16 @@ local function check_clients()
     else
       health.warn(string.format("%s: %s", where, status.state), { "The model is still loading; check again soon" })
     end
+    if require("llama_lsp.completion").advertised(client) then
+      health.ok(string.format("%s: offers inline completion", where))
+    elseif config.options.completion.enabled then
+      health.warn(
+        string.format("%s: does not offer inline completion", where),
+        { "Update llama-lsp: inline completion needs a server that has it" }
+      )
+    else
+      health.info(string.format("%s: does not offer inline completion", where))
+    end
   end
 end
 
@@ -104,6 +127,7 @@ function M.check()
     check_model()
   end
   check_verify()
+  check_completion()
   check_clients()
 end
 

@@ -1,5 +1,6 @@
 ---llama-lsp for Neovim: starts the server through `vim.lsp`, one client per workspace root, and
----tracks its status for statuslines. The chat lives in `llama_lsp.chat`; code actions are Neovim's own.
+---tracks its status for statuslines. The chat lives in `llama_lsp.chat`, inline completion in
+---`llama_lsp.completion`; code actions are Neovim's own.
 local compat = require("llama_lsp.compat")
 local config = require("llama_lsp.config")
 local protocol = require("llama_lsp.protocol")
@@ -83,6 +84,10 @@ function M.attach(bufnr)
       -- Code actions report whether their edit was checked (verifyCommand).
       require("llama_lsp.verification").watch(client)
     end,
+    on_attach = function(client, attached)
+      -- Inline completion (ghost text) in each buffer the server serves.
+      require("llama_lsp.completion").attach(client, attached)
+    end,
     on_exit = function(_, _, client_id)
       statuses[client_id] = nil
     end,
@@ -113,12 +118,14 @@ local function set_keymaps(keymaps)
   end
 end
 
----Send changed settings to the running servers; a new model or context size makes them reload.
+---Send changed settings to the running servers; a new model or context size makes them reload. The
+---buffers they serve take the new completion options.
 local function push_settings()
   for _, client in ipairs(vim.lsp.get_clients({ name = protocol.CLIENT_NAME })) do
     client.settings = { llamaLsp = config.server_settings() }
     compat.notify(client, "workspace/didChangeConfiguration", { settings = client.settings })
   end
+  require("llama_lsp.completion").refresh()
 end
 
 ---Start serving; calling it again applies new options, and running servers take the new `init_options`

@@ -31,6 +31,11 @@ import {
   type ChatResult,
   type StatusParams,
 } from '../../src/protocol';
+
+/** LSP 3.18's answer to textDocument/inlineCompletion, as the server sends it (a plain string insertText). */
+interface InlineCompletionList {
+  items: { insertText: string; range?: { start: unknown; end: unknown } }[];
+}
 import { initializationOptions, readSettings } from '../../src/settings';
 
 const repoRoot = path.resolve(__dirname, '..', '..', '..', '..', '..');
@@ -63,6 +68,7 @@ describe(`llama-lsp over stdio (${model})`, { timeout: 600_000 }, () => {
   const shownMessages: string[] = [];
   let stderr = '';
   let tokenCounter = 0;
+  let serverCapabilities: Record<string, unknown> = {};
 
   // What the extension sends as initializationOptions, plus two test-only server settings: a private
   // cache directory (no slot state from other runs) and a bound on answer length (time on 2 cores).
@@ -124,13 +130,19 @@ describe(`llama-lsp over stdio (${model})`, { timeout: 600_000 }, () => {
       });
       child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
     });
-    await connection.sendRequest('initialize', {
+    const initialized = await connection.sendRequest<{ capabilities: Record<string, unknown> }>('initialize', {
       processId: process.pid,
       rootUri: pathToFileURL(workspace).href,
       workspaceFolders: [{ uri: pathToFileURL(workspace).href, name: 'w' }],
-      capabilities: { window: { workDoneProgress: true }, workspace: { configuration: true, workspaceFolders: true } },
+      capabilities: {
+        window: { workDoneProgress: true },
+        workspace: { configuration: true, workspaceFolders: true },
+        // As vscode-languageclient's built-in InlineCompletionItemFeature advertises it.
+        textDocument: { inlineCompletion: { dynamicRegistration: true } },
+      },
       initializationOptions: options,
     });
+    serverCapabilities = initialized.capabilities;
     await connection.sendNotification('initialized', {});
     await withTimeout(ready, LOAD_TIMEOUT_MS, 'the model to load');
     await connection.sendNotification('textDocument/didOpen', {
@@ -236,6 +248,49 @@ describe(`llama-lsp over stdio (${model})`, { timeout: 600_000 }, () => {
   test('the server is still serving after the cancel, and reports no errors', { timeout: 180_000 }, async () => {
     const result = await chat({ message: 'Say OK.' }, () => undefined);
     assert.ok(result.content.length > 0);
+    assert.deepEqual(shownMessages, []);
+  });
+
+  const completionTitle = "inline completion: one suggestion at the cursor, none with a line's worth right of it";
+  test(completionTitle, { timeout: 180_000 }, async (t) => {
+    // The client's provider is registered only when the server says it has one.
+    assert.ok(serverCapabilities.inlineCompletionProvider, JSON.stringify(serverCapabilities));
+    const file = path.join(workspace, 'add.py');
+    const text = 'def add(a, b):\n    return\n';
+    fs.writeFileSync(file, text);
+    const uri = pathToFileURL(file).href;
+    await connection.sendNotification('textDocument/didOpen', {
+      textDocument: { uri, languageId: 'python', version: 1, text },
+    });
+    // What the client sends for an automatic trigger (code2ProtocolConverter.asInlineCompletionParams).
+    const complete = (line: number, character: number) =>
+      withTimeout(
+        connection.sendRequest<InlineCompletionList>('textDocument/inlineCompletion', {
+          textDocument: { uri },
+          position: { line, character },
+          context: { triggerKind: 2 },
+        }),
+        120_000,
+        'textDocument/inlineCompletion',
+      );
+    const started = Date.now();
+    const answer = await complete(1, 10);
+    const ms = Date.now() - started;
+    assert.equal(answer.items.length, 1, JSON.stringify(answer));
+    const [item] = answer.items;
+    assert.equal(typeof item.insertText, 'string');
+    assert.ok(item.insertText.trim().length > 0, JSON.stringify(item.insertText));
+    assert.deepEqual(item.range, { start: { line: 1, character: 10 }, end: { line: 1, character: 10 } });
+    t.diagnostic(`completion after "    return": ${JSON.stringify(item.insertText)} in ${ms} ms`);
+
+    const stats = await withTimeout(connection.sendRequest(statsRequest, {}), 30_000, 'assistant/stats');
+    const last = stats.lastCompletion;
+    assert.ok(last, 'assistant/stats has lastCompletion');
+    assert.equal(typeof last.tMs, 'number');
+    if (!last.cached) assert.ok((last.nGenerated ?? 0) > 0, JSON.stringify(last));
+
+    // At the start of "def add(a, b):" the whole line is right of the cursor: no suggestion.
+    assert.deepEqual((await complete(0, 0)).items, []);
     assert.deepEqual(shownMessages, []);
   });
 });

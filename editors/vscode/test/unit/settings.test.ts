@@ -5,11 +5,14 @@ import { beforeEach, describe, test } from 'node:test';
 import * as vscode from 'vscode';
 import {
   DEFAULT_BACKEND,
+  DEFAULT_COMPLETION,
+  DEFAULT_COMPLETION_TIME_BUDGET_MS,
   DEFAULT_CONTEXT_SIZE,
   DEFAULT_MAX_VERIFY_ATTEMPTS,
   DEFAULT_MODEL,
   DEFAULT_VERIFY_TIMEOUT,
   DEFAULT_WARM,
+  completionEnabled,
   configurationForServer,
   forTrust,
   initializationOptions,
@@ -34,6 +37,8 @@ describe('settings', () => {
       maxVerifyAttempts: DEFAULT_MAX_VERIFY_ATTEMPTS,
       warm: true,
       backend: 'local',
+      completion: true,
+      completionTimeBudgetMs: DEFAULT_COMPLETION_TIME_BUDGET_MS,
     });
   });
 
@@ -48,6 +53,8 @@ describe('settings', () => {
       'llamaLsp.maxVerifyAttempts': 2,
       'llamaLsp.warm': false,
       'llamaLsp.backend': { url: 'http://gpu-box:8080/v1', model: 'qwen2.5-coder-7b', apiKeyEnv: 'LLAMA_API_KEY' },
+      'llamaLsp.completion': false,
+      'llamaLsp.completionTimeBudgetMs': 250,
     };
     const options = initializationOptions(readSettings(vscode.workspace.getConfiguration('llamaLsp')), true);
     assert.deepEqual(options, {
@@ -59,7 +66,28 @@ describe('settings', () => {
       maxVerifyAttempts: 2,
       warm: false,
       backend: { url: 'http://gpu-box:8080/v1', model: 'qwen2.5-coder-7b', apiKeyEnv: 'LLAMA_API_KEY' },
+      completion: false,
+      completionTimeBudgetMs: 250,
     });
+  });
+
+  test("completion is on unless turned off, under the server's wire names, trusted or not", () => {
+    assert.equal(DEFAULT_COMPLETION, true);
+    const config = vscode.workspace.getConfiguration('llamaLsp');
+    assert.equal(completionEnabled(config), true);
+    const on = initializationOptions(readSettings(config), false);
+    assert.equal(on.completion, true);
+    assert.equal(on.completionTimeBudgetMs, 1000);
+    stub.config = { 'llamaLsp.completion': false, 'llamaLsp.completionTimeBudgetMs': 5000 };
+    assert.equal(completionEnabled(config), false);
+    const off = initializationOptions(readSettings(config), false);
+    assert.equal(off.completion, false);
+    assert.equal(off.completionTimeBudgetMs, 5000);
+    // The section goes to the server as it is (synchronize.configurationSection): the setting's key is
+    // the server's name for it, and the trust rule leaves both alone.
+    const section = { completion: false, completionTimeBudgetMs: 5000 };
+    assert.deepEqual(configurationForServer('llamaLsp', section, false), section);
+    assert.equal(configurationForServer('llamaLsp.completion', false, false), false);
   });
 
   test('warming is on unless turned off, and goes to the server either way', () => {
@@ -104,6 +132,10 @@ describe('settings', () => {
     assert.match(properties['llamaLsp.warm'].markdownDescription, /background/);
     assert.equal(properties['llamaLsp.backend'].default, DEFAULT_BACKEND);
     assert.deepEqual(properties['llamaLsp.backend'].type, ['string', 'object']);
+    assert.equal(properties['llamaLsp.completion'].type, 'boolean');
+    assert.equal(properties['llamaLsp.completion'].default, DEFAULT_COMPLETION);
+    assert.match(properties['llamaLsp.completion'].markdownDescription, /Tab/);
+    assert.equal(properties['llamaLsp.completionTimeBudgetMs'].default, DEFAULT_COMPLETION_TIME_BUDGET_MS);
   });
 
   test('the backend setting says where the key comes from, with an example', () => {
@@ -115,12 +147,13 @@ describe('settings', () => {
     assert.match(backend.markdownDescription, /"url": "http:\/\/[^"]+\/v1"/);
   });
 
-  test("the verify settings have the server's bounds (lsp_server/lsp/settings.py)", () => {
+  test("the verify and completion settings have the server's bounds (lsp_server/lsp/settings.py)", () => {
     const properties = manifest.contributes.configuration.properties;
     const bounds = (key: string) => [properties[key].type, properties[key].minimum, properties[key].maximum];
     assert.deepEqual(bounds('llamaLsp.verifyTimeout'), ['number', 1, 3600]);
     assert.deepEqual(bounds('llamaLsp.maxVerifyAttempts'), ['integer', 1, 10]);
     assert.equal(properties['llamaLsp.verifyCommand'].type, 'string');
+    assert.deepEqual(bounds('llamaLsp.completionTimeBudgetMs'), ['integer', 50, 60000]);
     // Its description must say what it does: run code the model wrote.
     assert.match(properties['llamaLsp.verifyCommand'].markdownDescription, /code the model wrote/);
     assert.match(properties['llamaLsp.verifyCommand'].markdownDescription, /\{file\}/);

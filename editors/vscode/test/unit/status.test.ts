@@ -82,6 +82,7 @@ describe('status text', () => {
       message: undefined,
       queue: 1,
       lastStats: stats,
+      lastCompletion: undefined,
       installModel: undefined,
       warm: undefined,
       percent: undefined,

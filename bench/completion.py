@@ -1,0 +1,230 @@
+"""Inline completion while typing: our server against llama-server's /infill, as llama.vim calls it.
+
+A ~2,000-token file (the standard library's glob.py, from the running interpreter) is typed at its end:
+its last HELD_BACK non-blank lines are held back and typed again, one word at a time, with a completion
+request at each pause (the start of each line, after its indentation, and after each word). Each
+request waits for the previous answer: a typist who pauses long enough for the debounce every time.
+
+- Ours: over stdio LSP as an editor drives it (didOpen, incremental didChange, inlineCompletion); our
+  server keeps its own cache of recent completions.
+- llama-server: `/infill` with llama.vim's request (the lines above as input_prefix, at most 256; the
+  line up to the cursor as prompt; its samplers, n_predict, time limits and cache_prompt), started with
+  `--cache-reuse 256` as llama.vim's README says. llama.vim's client-side cache (a completion stays
+  offered while the user types what it said) is applied on this side, by the same rule as ours.
+
+Printed: time to a completion (client side) p50 and p90 over the typing requests (the first, cold
+request apart), prompt tokens evaluated per request, and the exact-match rate: at the start of each
+held-back line, whether the completion's first line is that line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob as glob_module
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from lsp_server.assistant.infill import Around, RecentCompletions
+from lsp_server.clients import ask
+from lsp_server.lsp import protocol
+
+from .parts import show
+from .versus import THREADS, LlamaServer, Plan, table
+
+DOC_NAME = "glob.py"
+DOC_SOURCE = Path(glob_module.__file__)  # ~2,000 tokens, 250 lines
+HELD_BACK = 16
+N_PREFIX_LINES = 256  # llama.vim's defaults
+LLAMA_VIM_REQUEST = {
+    "input_extra": [],
+    "n_predict": 128,
+    "top_k": 40,
+    "top_p": 0.90,
+    "samplers": ["top_k", "top_p", "infill"],
+    "stream": False,
+    "cache_prompt": True,
+    "t_max_prompt_ms": 500,
+    "t_max_predict_ms": 1000,
+}
+
+
+@dataclass(frozen=True)
+class Pause:
+    """A point where the typist pauses: the file's lines above, and the current line up to the cursor."""
+
+    above: list[str]
+    typed: str
+    line: str  # the whole held-back line (what a completion at its start should say)
+    at_line_start: bool
+
+
+def pauses(lines: list[str], held_back: int) -> list[Pause]:
+    """Where completions are requested while the last `held_back` non-blank lines are typed again."""
+    held = [n for n, line in enumerate(lines) if line.strip()][-held_back:]
+    found = []
+    for n in held:
+        line = lines[n]
+        indent = line[: len(line) - len(line.lstrip())]
+        found.append(Pause(lines[:n], indent, line, True))
+        for at, char in enumerate(line):
+            if char == " " and at > len(indent) and line[at - 1] != " ":
+                found.append(Pause(lines[:n], line[: at + 1], line, False))
+    return found
+
+
+def matches(completion: str, pause: Pause) -> bool:
+    first = completion.split("\n")[0].rstrip()
+    return bool(first) and pause.typed + first == pause.line.rstrip()
+
+
+@dataclass
+class Side:
+    name: str
+    times_ms: list[float] = field(default_factory=list)
+    evaluated: list[int] = field(default_factory=list)
+    exact: list[bool] = field(default_factory=list)
+    first_ms: float = 0.0
+    first_evaluated: int = 0
+
+    def record(self, pause: Pause, elapsed_ms: float, n_evaluated: int, completion: str, first: bool) -> None:
+        if first:
+            self.first_ms, self.first_evaluated = elapsed_ms, n_evaluated
+        else:
+            self.times_ms.append(elapsed_ms)
+            self.evaluated.append(n_evaluated)
+        if pause.at_line_start:
+            self.exact.append(matches(completion, pause))
+
+
+def percentile(values: list[float], q: int) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+# ---- llama-server, as llama.vim calls it -------------------------------------------------------------
+
+
+def theirs(server: LlamaServer, all_pauses: list[Pause]) -> Side:
+    side = Side("llama-server /infill")
+    cache = RecentCompletions()  # llama.vim's client-side cache, by our rule
+    for number, pause in enumerate(all_pauses):
+        around = Around("\n".join(pause.above) + "\n", pause.typed, "", "")
+        started = time.perf_counter()
+        completion = cache.get(around, DOC_NAME)
+        n_evaluated = 0
+        if completion is None:
+            body = {
+                **LLAMA_VIM_REQUEST,
+                "input_prefix": "".join(line + "\n" for line in pause.above[-N_PREFIX_LINES:]),
+                "input_suffix": "",
+                "prompt": pause.typed,
+                "n_indent": len(pause.typed) - len(pause.typed.lstrip()),
+            }
+            status, result = server.post("/infill", body)
+            if status != 200:
+                raise RuntimeError(f"llama-server answered {status}: {result}")
+            completion = str(result["content"]).rstrip()
+            n_evaluated = int(result["timings"]["prompt_n"])
+            cache.put(around.key(DOC_NAME), completion)
+        side.record(pause, (time.perf_counter() - started) * 1000, n_evaluated, completion, number == 0)
+    return side
+
+
+# ---- ours over stdio LSP -----------------------------------------------------------------------------
+
+
+async def ours(plan: Plan, workdir: Path, all_pauses: list[Pause]) -> Side:
+    side = Side("ours")
+    options = {"model": str(plan.model), "threads": THREADS, "cacheDir": str(workdir / "cache")}
+    client = ask.make_client(verbose=False)
+    await client.start_io(sys.executable, "-m", "lsp_server", "--stdio")
+    drain = asyncio.create_task(ask.forward_stderr(client, verbose=False))
+    try:
+        await client.initialize_async(ask.initialize_params(workdir, options))
+        client.initialized(types.InitializedParams())
+        while (status := await client.status.get())["state"] not in (protocol.READY, protocol.ERROR):
+            pass
+        if status["state"] == protocol.ERROR:
+            raise SystemExit(f"bench: our server did not load the model: {status.get('message')}")
+        uri = (workdir / DOC_NAME).as_uri()
+        text = "".join(line + "\n" for line in all_pauses[0].above) + all_pauses[0].typed
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
+        )
+        for number, pause in enumerate(all_pauses):
+            wanted = "".join(line + "\n" for line in pause.above) + pause.typed
+            if wanted != text:  # typed since the last pause: the keystrokes, as one incremental change
+                assert wanted.startswith(text)
+                lines = text.split("\n")
+                end = types.Position(len(lines) - 1, len(lines[-1]))
+                change = types.TextDocumentContentChangePartial(
+                    range=types.Range(end, end), text=wanted[len(text) :]
+                )
+                client.text_document_did_change(
+                    types.DidChangeTextDocumentParams(
+                        types.VersionedTextDocumentIdentifier(version=number + 2, uri=uri), [change]
+                    )
+                )
+                text = wanted
+            lines = text.split("\n")
+            started = time.perf_counter()
+            result = await client.text_document_inline_completion_async(
+                types.InlineCompletionParams(
+                    context=types.InlineCompletionContext(
+                        trigger_kind=types.InlineCompletionTriggerKind.Automatic
+                    ),
+                    text_document=types.TextDocumentIdentifier(uri),
+                    position=types.Position(len(lines) - 1, len(lines[-1])),
+                )
+            )
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            items = result.items if isinstance(result, types.InlineCompletionList) else result or []
+            completion = str(items[0].insert_text) if items else ""
+            last: dict[str, Any] = (await client.request(protocol.STATS, None))["lastCompletion"] or {}
+            side.record(pause, elapsed_ms, int(last.get("nEvaluated", 0)), completion, number == 0)
+        await asyncio.wait_for(client.shutdown_async(None), 120)
+        client.exit(None)
+    finally:
+        await client.stop()
+        drain.cancel()
+    return side
+
+
+def run(plan: Plan, server: LlamaServer, workdir: Path) -> None:
+    lines = DOC_SOURCE.read_text(encoding="utf-8").splitlines()
+    all_pauses = pauses(lines, HELD_BACK)
+    n_tokens = server.count_tokens("\n".join(lines))
+    show(
+        f"\ninline completion while typing: {DOC_NAME} ({len(lines)} lines, {n_tokens} tokens), its last "
+        f"{HELD_BACK} lines typed again: {len(all_pauses)} requests on each side"
+    )
+    sides = [theirs(server, all_pauses), asyncio.run(ours(plan, workdir, all_pauses))]
+    rows = [["", *(side.name for side in sides), "ours / theirs"]]
+
+    def row(label: str, values: list[float], fmt: str) -> None:
+        ratio = values[1] / values[0] if values[0] else float("inf")
+        rows.append([label, *(fmt.format(v) for v in values), f"{ratio:.2f}x"])
+
+    row("first request (cold), ms", [s.first_ms for s in sides], "{:,.0f}")
+    row("time to a completion p50, ms", [percentile(s.times_ms, 50) for s in sides], "{:,.0f}")
+    row("time to a completion p90, ms", [percentile(s.times_ms, 90) for s in sides], "{:,.0f}")
+    row(
+        "prompt tokens evaluated per request (mean)", [statistics.fmean(s.evaluated) for s in sides], "{:.1f}"
+    )
+    row("exact match at line start", [sum(s.exact) / len(s.exact) for s in sides], "{:.0%}")
+    table(rows)
+    if plan.goals:
+        p50, p90 = ([percentile(s.times_ms, q) for s in sides] for q in (50, 90))
+        tokens = [statistics.fmean(s.evaluated) for s in sides]
+        checks = {
+            "p50 ≤ 1.0x": p50[1] <= p50[0],
+            "p90 ≤ 1.0x": p90[1] <= p90[0],
+            "tokens per request ≤ theirs": tokens[1] <= tokens[0],
+            "exact match ≥ theirs": sum(sides[1].exact) >= sum(sides[0].exact),
+        }
+        show("goals: " + "; ".join(f"{name} {'met' if met else 'MISSED'}" for name, met in checks.items()))

@@ -1,0 +1,143 @@
+"""Inline completion (`textDocument/inlineCompletion`): ghost text at the cursor while the user types.
+
+The model fills in the middle (assistant.infill has the text rules) in the engine's completion slot,
+which reuses the longest common prefix of consecutive prompts: a keystroke re-reads only the line being
+typed and what follows it. Chat goes first: an answer stops a completion at its next token. The client
+cancels a request once the user types on ($/cancelRequest), which stops it too.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.workspace import TextDocument
+
+from ..assistant import infill
+from ..engine import InfillRequest
+from . import documents, protocol
+from .turns import ServerContext
+
+log = logging.getLogger("llama_lsp.completion")
+
+EXTRA_FILES = 3  # other open files in the prompt, at most
+EXTRA_LINES = 64  # of each: their first lines (imports, definitions), which change least
+MAX_TOKENS = 96
+
+
+class InlineCompletion:
+    """Answers inline completion requests; keeps the recent results."""
+
+    def __init__(self, server: ServerContext):
+        self._server = server
+        self._recent = infill.RecentCompletions()
+        self._said_unsupported = False
+        self.last: dict[str, Any] | None = None  # the last completion's figures (assistant/stats)
+
+    async def complete(self, params: types.InlineCompletionParams) -> types.InlineCompletionList:
+        settings = self._server.settings
+        nothing = types.InlineCompletionList(items=[])
+        if not settings.completion:
+            return nothing
+        uri = params.text_document.uri
+        document = documents.get_document(self._server.workspace, uri)
+        if document is None:
+            raise protocol.ParamsError(f"unknown document {uri}: send textDocument/didOpen first")
+        position = params.position
+        line_start = document.offset_at_position(types.Position(position.line, 0))
+        column = document.offset_at_position(position) - line_start
+        around = infill.around_cursor(document.source, position.line, column)
+        if around is None:
+            return nothing
+        request = self._request(document, around)
+        extra_key = "\0".join(name + "\0" + text for name, text in request.extra)
+        started = time.monotonic()
+        completion = self._recent.get(around, request.filename, extra_key)
+        if completion is not None:
+            self.last = {"cached": True, "tMs": round((time.monotonic() - started) * 1000, 1)}
+        else:
+            completion = await self._generate(around, request)
+            if completion is None:
+                return nothing
+            self._recent.put(around.key(request.filename, extra_key), completion)
+        if not completion:
+            return nothing
+        return types.InlineCompletionList(
+            items=[types.InlineCompletionItem(insert_text=completion, range=types.Range(position, position))]
+        )
+
+    def warm_request(self, uri: str) -> InfillRequest | None:
+        """What typing anywhere in the open document `uri` starts from, to read ahead: its lines as the
+        lines above a cursor at its end (a completion then shares them up to the cursor's line)."""
+        document = documents.get_document(self._server.workspace, uri)
+        if document is None or not self._server.settings.completion:
+            return None
+        around = infill.around_cursor(document.source, len(document.lines), 0)
+        return self._request(document, around) if around is not None else None
+
+    def _request(self, document: TextDocument, around: infill.Around) -> InfillRequest:
+        filename, repo = self._names(documents.uri_to_path(document.uri))
+        return InfillRequest(
+            prefix=around.prefix,
+            prompt=around.prompt,
+            suffix=around.suffix,
+            filename=filename,
+            repo=repo,
+            extra=self._extra(document),
+            max_tokens=MAX_TOKENS,
+        )
+
+    async def _generate(self, around: infill.Around, request: InfillRequest) -> str | None:
+        """The model's completion as shown; None when there is none to remember (stopped for chat)."""
+        engine = await self._server.ready_engine()
+        if not engine.can_complete:
+            if not self._said_unsupported:
+                self._said_unsupported = True
+                log.warning(
+                    "no inline completion: %s",
+                    "the model has no fill-in-the-middle tokens"
+                    if self._server.settings.backend is None
+                    else "it needs the local backend",
+                )
+            return None
+        ending = infill.Ending(around, self._server.settings.completion_time_budget_ms / 1000)
+        started = time.monotonic()
+        result = await engine.complete(request, ending.keep_going)
+        stats = result.stats
+        self.last = {
+            "cached": False,
+            "tMs": round((time.monotonic() - started) * 1000, 1),
+            "nPrompt": stats.n_prompt,
+            "nEvaluated": stats.n_evaluated,
+            "nGenerated": stats.n_generated,
+            "finishReason": result.finish_reason,
+        }
+        log.info("completion: %s", self.last)
+        if result.finish_reason in ("cancelled", "error"):
+            return None
+        return ending.shown(result.content)
+
+    def _names(self, path: Path | None) -> tuple[str, str]:
+        """The file's path as the prompt names it (relative to its folder), and the folder's name."""
+        if path is None:
+            return "", ""
+        for root in documents.workspace_roots(self._server.workspace):
+            if path.is_relative_to(root):
+                return path.relative_to(root).as_posix(), root.name
+        return path.name, ""
+
+    def _extra(self, document: TextDocument) -> list[tuple[str, str]]:
+        """The first lines of a few other open files, in a fixed order (so that the prompt's start
+        stays the same from keystroke to keystroke)."""
+        open_documents = self._server.workspace.text_documents.values()
+        others = sorted(
+            (d for d in open_documents if d is not document and d.source.strip()), key=lambda d: d.uri
+        )
+        extra = []
+        for other in others[:EXTRA_FILES]:
+            name, _ = self._names(documents.uri_to_path(other.uri))
+            extra.append((name or other.uri, "".join(other.lines[:EXTRA_LINES])))
+        return extra
