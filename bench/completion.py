@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import glob as glob_module
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,11 +30,10 @@ from typing import Any
 from lsprotocol import types
 
 from lsp_server.assistant.infill import Around, RecentCompletions
-from lsp_server.clients import ask
 from lsp_server.lsp import protocol
 
 from .parts import show
-from .versus import THREADS, LlamaServer, Plan, table
+from .versus import THREADS, LlamaServer, Ours, Plan, table
 
 DOC_NAME = "glob.py"
 DOC_SOURCE = Path(glob_module.__file__)  # ~2,000 tokens, 250 lines
@@ -141,17 +139,9 @@ def theirs(server: LlamaServer, all_pauses: list[Pause]) -> Side:
 async def ours(plan: Plan, workdir: Path, all_pauses: list[Pause]) -> Side:
     side = Side("ours")
     options = {"model": str(plan.model), "threads": THREADS, "cacheDir": str(workdir / "cache")}
-    client = ask.make_client(verbose=False)
-    await client.start_io(sys.executable, "-m", "lsp_server", "--stdio")
-    drain = asyncio.create_task(ask.forward_stderr(client, verbose=False))
+    server = await Ours.start(workdir, options)
+    client, uri = server.client, (workdir / DOC_NAME).as_uri()
     try:
-        await client.initialize_async(ask.initialize_params(workdir, options))
-        client.initialized(types.InitializedParams())
-        while (status := await client.status.get())["state"] not in (protocol.READY, protocol.ERROR):
-            pass
-        if status["state"] == protocol.ERROR:
-            raise SystemExit(f"bench: our server did not load the model: {status.get('message')}")
-        uri = (workdir / DOC_NAME).as_uri()
         text = "".join(line + "\n" for line in all_pauses[0].above) + all_pauses[0].typed
         client.text_document_did_open(
             types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
@@ -160,10 +150,8 @@ async def ours(plan: Plan, workdir: Path, all_pauses: list[Pause]) -> Side:
             wanted = "".join(line + "\n" for line in pause.above) + pause.typed
             if wanted != text:  # typed since the last pause: the keystrokes, as one incremental change
                 assert wanted.startswith(text)
-                lines = text.split("\n")
-                end = types.Position(len(lines) - 1, len(lines[-1]))
                 change = types.TextDocumentContentChangePartial(
-                    range=types.Range(end, end), text=wanted[len(text) :]
+                    range=types.Range(end_of(text), end_of(text)), text=wanted[len(text) :]
                 )
                 client.text_document_did_change(
                     types.DidChangeTextDocumentParams(
@@ -171,7 +159,6 @@ async def ours(plan: Plan, workdir: Path, all_pauses: list[Pause]) -> Side:
                     )
                 )
                 text = wanted
-            lines = text.split("\n")
             started = time.perf_counter()
             result = await client.text_document_inline_completion_async(
                 types.InlineCompletionParams(
@@ -179,7 +166,7 @@ async def ours(plan: Plan, workdir: Path, all_pauses: list[Pause]) -> Side:
                         trigger_kind=types.InlineCompletionTriggerKind.Automatic
                     ),
                     text_document=types.TextDocumentIdentifier(uri),
-                    position=types.Position(len(lines) - 1, len(lines[-1])),
+                    position=end_of(text),
                 )
             )
             elapsed_ms = (time.perf_counter() - started) * 1000
@@ -187,12 +174,14 @@ async def ours(plan: Plan, workdir: Path, all_pauses: list[Pause]) -> Side:
             completion = str(items[0].insert_text) if items else ""
             last: dict[str, Any] = (await client.request(protocol.STATS, None))["lastCompletion"] or {}
             side.record(pause, elapsed_ms, int(last.get("nEvaluated", 0)), completion, number == 0)
-        await asyncio.wait_for(client.shutdown_async(None), 120)
-        client.exit(None)
     finally:
-        await client.stop()
-        drain.cancel()
+        await server.stop()
     return side
+
+
+def end_of(text: str) -> types.Position:
+    lines = text.split("\n")
+    return types.Position(len(lines) - 1, len(lines[-1]))
 
 
 def run(plan: Plan, server: LlamaServer, workdir: Path) -> None:

@@ -18,6 +18,7 @@ from lsprotocol import types
 from lsp_server.lsp import protocol
 
 from .lsp_client import AssistantClient, open_document
+from .test_completion import at_end, change_text, complete
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -89,20 +90,8 @@ async def test_an_opened_document_is_read_into_the_completion_slot(client: Assis
         while await completion_slot() < 300:
             await asyncio.sleep(0.1)
     typed = text + "    return"
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            types.VersionedTextDocumentIdentifier(version=2, uri=uri),
-            [types.TextDocumentContentChangeWholeDocument(typed)],
-        )
-    )
-    lines = typed.split("\n")
-    await client.text_document_inline_completion_async(
-        types.InlineCompletionParams(
-            context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic),
-            text_document=types.TextDocumentIdentifier(uri),
-            position=types.Position(len(lines) - 1, len(lines[-1])),
-        )
-    )
+    change_text(client, uri, typed, 2)
+    await complete(client, uri, at_end(typed))
     last = (await client.request(protocol.STATS, {}))["lastCompletion"]
     # The first completion in the file reads only the line being typed and what follows it.
     assert last["nPrompt"] > 300 and last["nEvaluated"] < 16, last
