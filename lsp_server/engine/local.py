@@ -73,6 +73,9 @@ def model_cache_key(model_path: Path) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+COMPLETION_SLOT = "completion"  # the queue's name for the engine's completion slot (llama_lsp.h)
+
+
 class Priority(IntEnum):
     """The engine's queues, most urgent first."""
 
@@ -238,7 +241,7 @@ class Engine:
 
             return ChatResult.from_native(engine.generate(payload, piece))
 
-        job = self._enqueue(run, Priority.COMPLETION, urgent=True)
+        job = self._enqueue(run, Priority.COMPLETION, urgent=True, slot=COMPLETION_SLOT)
         try:
             result: ChatResult = await job.wait()
         except asyncio.CancelledError:
@@ -249,11 +252,14 @@ class Engine:
         return result
 
     def warm_completion(self, request: InfillRequest) -> Job:
-        """Reads a completion's prompt into the completion slot in the background."""
+        """Reads a completion's prompt into the completion slot in the background. A completion that
+        arrives meanwhile lets it finish its chunk: the start of its own prompt."""
         payload = replace(request, warm=True).to_native()
-        return self._enqueue(
-            lambda engine, _job: ChatResult.from_native(engine.generate(payload)), Priority.BACKGROUND
-        )
+
+        def run(engine: native.NativeEngine, _job: Job) -> ChatResult:
+            return ChatResult.from_native(engine.generate(payload))
+
+        return self._enqueue(run, Priority.BACKGROUND, slot=COMPLETION_SLOT)
 
     async def tokenize(self, request: dict[str, Any]) -> list[int]:
         result = await self._enqueue(lambda engine, _job: engine.tokenize(request)).wait()

@@ -93,7 +93,8 @@ void llama_lsp_set_log_callback(llama_lsp_log_cb callback, void * user_data);
      "n_gpu_layers"     layers to offload to a GPU backend, if the library was built with one (default 0)
      "completion_slot"  true: one more slot, for "fim" requests only, when the model has FIM tokens
                         (default false); it reuses the longest common prefix, answer included (not
-                        exact), and is never shared, saved or evicted for other requests
+                        exact), reads prompts in chunks of prefill_chunk tokens, and is never shared,
+                        saved or evicted for other requests
    Returns a handle, owned by the caller until llama_lsp_close. On failure returns NULL and, if
    error_json is not NULL, sets *error_json to an error object (free it with llama_lsp_free_string);
    on success sets *error_json to NULL. Thread-safe with respect to other engines. */

@@ -136,11 +136,13 @@ slot & match(llama_lsp_engine & e, generation & g) {
 // slot's record grows with each chunk. Stops early when cancelled: the chunks done stay valid.
 void prefill(llama_lsp_engine & e, generation & g, slot & s, llama_batch & batch) {
     const auto t_prefill_start = steady::now();
-    const size_t n_batch = llama_n_batch(e.ctx);
+    // Inexact reads go in llama.cpp-batch-sized chunks, except infill's: a keystroke preempts the
+    // completion slot's warming, and a chunk cut short is read again, so its chunks stay small.
+    const size_t n_inexact = g.p.is_infill ? (size_t) e.prefill_chunk : (size_t) llama_n_batch(e.ctx);
     g.pos = g.n_reused;
     int chunks_done = 0;
     while (g.pos < g.n_prompt) {
-        size_t end = g.exact ? e.chunk_end(g.p.tokens, g.pos) : std::min(g.n_prompt, g.pos + n_batch);
+        size_t end = g.exact ? e.chunk_end(g.p.tokens, g.pos) : std::min(g.n_prompt, g.pos + n_inexact);
         batch.n_tokens = 0;
         for (size_t i = g.pos; i < end; i++) {
             add_to_batch(batch, g.p.tokens[i], (llama_pos) i, s.id, i == g.n_prompt - 1);
