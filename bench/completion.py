@@ -86,16 +86,21 @@ class Side:
     name: str
     times_ms: list[float] = field(default_factory=list)
     evaluated: list[int] = field(default_factory=list)
+    generated: list[int] = field(default_factory=list)
     exact: list[bool] = field(default_factory=list)
     first_ms: float = 0.0
     first_evaluated: int = 0
 
-    def record(self, pause: Pause, elapsed_ms: float, n_evaluated: int, completion: str, first: bool) -> None:
+    def record(
+        self, pause: Pause, elapsed_ms: float, counts: tuple[int, int], completion: str, first: bool
+    ) -> None:
+        """One request: its time, its (prompt tokens evaluated, tokens generated), what it offered."""
         if first:
-            self.first_ms, self.first_evaluated = elapsed_ms, n_evaluated
+            self.first_ms, self.first_evaluated = elapsed_ms, counts[0]
         else:
             self.times_ms.append(elapsed_ms)
-            self.evaluated.append(n_evaluated)
+            self.evaluated.append(counts[0])
+            self.generated.append(counts[1])
         if pause.at_line_start:
             self.exact.append(matches(completion, pause))
 
@@ -114,7 +119,7 @@ def theirs(server: LlamaServer, all_pauses: list[Pause]) -> Side:
         around = Around("\n".join(pause.above) + "\n", pause.typed, "", "")
         started = time.perf_counter()
         completion = cache.get(around, DOC_NAME)
-        n_evaluated = 0
+        counts = (0, 0)
         if completion is None:
             body = {
                 **LLAMA_VIM_REQUEST,
@@ -127,9 +132,9 @@ def theirs(server: LlamaServer, all_pauses: list[Pause]) -> Side:
             if status != 200:
                 raise RuntimeError(f"llama-server answered {status}: {result}")
             completion = str(result["content"]).rstrip()
-            n_evaluated = int(result["timings"]["prompt_n"])
+            counts = (int(result["timings"]["prompt_n"]), int(result["timings"]["predicted_n"]))
             cache.put(around.key(DOC_NAME), completion)
-        side.record(pause, (time.perf_counter() - started) * 1000, n_evaluated, completion, number == 0)
+        side.record(pause, (time.perf_counter() - started) * 1000, counts, completion, number == 0)
     return side
 
 
@@ -173,7 +178,8 @@ async def ours(plan: Plan, workdir: Path, all_pauses: list[Pause]) -> Side:
             items = result.items if isinstance(result, types.InlineCompletionList) else result or []
             completion = str(items[0].insert_text) if items else ""
             last: dict[str, Any] = (await client.request(protocol.STATS, None))["lastCompletion"] or {}
-            side.record(pause, elapsed_ms, int(last.get("nEvaluated", 0)), completion, number == 0)
+            counts = (int(last.get("nEvaluated", 0)), int(last.get("nGenerated", 0)))
+            side.record(pause, elapsed_ms, counts, completion, number == 0)
     finally:
         await server.stop()
     return side
@@ -205,6 +211,7 @@ def run(plan: Plan, server: LlamaServer, workdir: Path) -> None:
     row(
         "prompt tokens evaluated per request (mean)", [statistics.fmean(s.evaluated) for s in sides], "{:.1f}"
     )
+    row("tokens generated per request (mean)", [statistics.fmean(s.generated) for s in sides], "{:.1f}")
     row("exact match at line start", [sum(s.exact) / len(s.exact) for s in sides], "{:.0%}")
     table(rows)
     if plan.goals:

@@ -46,17 +46,26 @@ def test_a_completion_ends_with_its_block():
     assert not end.keep_going(text)
     assert end.shown(text) == "\n    return a + b"
     # A line indented less than the cursor's line ends it too.
-    inside = ending("    total = 0")
-    assert inside.shown("\n    for x in xs:\n        total += x\nprint(total)\n") == (
-        "\n    for x in xs:\n        total += x"
+    inside = ending("    ")
+    assert inside.shown("total = 0\n    for x in xs:\n        total += x\nprint(total)\n") == (
+        "total = 0\n    for x in xs:\n        total += x"
     )
 
 
 def test_a_completion_goes_on_while_its_block_does():
-    end = ending("    return")
-    assert end.keep_going(" a")
-    assert end.keep_going(" a + b")
-    assert end.keep_going(" a + b\n")
+    end = ending("    ")
+    assert end.keep_going("total = 0")
+    assert end.keep_going("total = 0\n")
+    assert end.keep_going("total = 0\n    for x in xs:\n")
+
+
+def test_in_the_middle_of_a_line_a_completion_is_the_rest_of_it():
+    end = ending("    return a")
+    assert end.keep_going(" + b")
+    assert not end.keep_going(" + b\n    print(a)")
+    assert end.shown(" + b\n    print(a)") == " + b"
+    # A line that opens a block goes on below.
+    assert ending("    if ready:").shown("\n        go()\n") == "\n        go()"
 
 
 def test_with_text_right_of_the_cursor_a_completion_is_one_line_and_does_not_repeat_it():

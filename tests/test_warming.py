@@ -86,9 +86,12 @@ async def test_an_opened_document_is_read_into_the_completion_slot(client: Assis
         stats = await client.request(protocol.STATS, {})
         return next(s["n_tokens"] for s in stats["engine"]["slots"] if s["completion"])
 
+    # Warming reads 64 tokens at a time: it is done when the slot holds the file and stops growing.
     async with asyncio.timeout(300):
-        while await completion_slot() < 300:
-            await asyncio.sleep(0.1)
+        held = 0
+        while held < 300 or held != await completion_slot():
+            held = await completion_slot()
+            await asyncio.sleep(3)
     typed = text + "    return"
     change_text(client, uri, typed, 2)
     await complete(client, uri, at_end(typed))

@@ -21,6 +21,7 @@ PREFIX_LINES = 256  # lines above the cursor, at most (llama.vim's default)
 WINDOW_STEP = 32  # the first of them moves in steps of this many lines
 SUFFIX_LINES = 16  # lines below the cursor's line: enough to say what comes next
 RIGHT_OF_CURSOR_MAX = 8  # more text than this right of the cursor: no completion (as llama.vim)
+BLOCK_OPENERS = (":", "{", "(", "[")  # a line that ends with one of these goes on in the lines below
 MAX_LINES = 8  # lines in one completion at most
 CACHE_SIZE = 256
 
@@ -72,14 +73,17 @@ def _indent(line: str) -> int:
 class Ending:
     """Decides where a completion ends while it streams, and what of it is shown.
 
-    It ends at the end of its block: a blank line, or a line indented less than the cursor's line,
-    after the first; after MAX_LINES lines; with text right of the cursor, at the end of the line; and
-    once the time budget is spent, at the end of the line it is writing (when that line is not blank).
+    In the middle of a line (text before the cursor that opens no block, or text after it), it is the
+    rest of that line. Otherwise, at the start of a line or after a block opener, it ends at the end of
+    its block: a blank line, or a line indented less than the cursor's line, after the first; or after
+    MAX_LINES lines. Once the time budget is spent, it ends at the end of the line it is writing (when
+    that line is not blank).
     """
 
     def __init__(self, around: Around, budget_s: float, clock: Callable[[], float] = time.monotonic):
         self._base_indent = _indent(around.prompt)
-        self._single_line = bool(around.right.strip())
+        typed = around.prompt.strip()
+        self._single_line = bool(around.right.strip()) or (bool(typed) and not typed.endswith(BLOCK_OPENERS))
         self._right = around.right.strip()
         self._deadline = clock() + budget_s
         self._clock = clock
