@@ -41,8 +41,17 @@ class Around:
 
     def key(self, filename: str, extra: str = "") -> str:
         """Names what a completion depends on (the cache's key)."""
-        parts = (filename, extra, self.prefix, self.prompt, self.suffix)
-        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+        return _key(self._context(filename, extra), self.prompt)
+
+    def _context(self, filename: str, extra: str) -> hashlib._Hash:
+        """The hash of everything but the line typed up to the cursor, which changes per keystroke."""
+        return hashlib.sha256("\0".join((filename, extra, self.prefix, self.suffix, "")).encode())
+
+
+def _key(context: hashlib._Hash, prompt: str) -> str:
+    hashed = context.copy()
+    hashed.update(prompt.encode())
+    return hashed.hexdigest()
 
 
 def around_cursor(text: str, line: int, column: int) -> Around | None:
@@ -142,15 +151,15 @@ class RecentCompletions:
     def get(self, around: Around, filename: str, extra: str = "") -> str | None:
         """The completion for this cursor: a cached one, or the rest of one offered a few characters
         back on this line, when what was typed since is how it began."""
+        context = around._context(filename, extra)  # the same for every earlier cursor on this line
         for back in range(0, min(len(around.prompt), 64) + 1):
-            earlier = Around(
-                around.prefix, around.prompt[: len(around.prompt) - back], around.right, around.below
-            )
-            completion = self._items.get(earlier.key(filename, extra))
+            earlier = around.prompt[: len(around.prompt) - back]
+            key = _key(context, earlier)
+            completion = self._items.get(key)
             if completion is None:
                 continue
-            typed = around.prompt[len(earlier.prompt) :]
+            typed = around.prompt[len(earlier) :]
             if completion.startswith(typed) and len(completion) > len(typed):
-                self._items.move_to_end(earlier.key(filename, extra))
+                self._items.move_to_end(key)
                 return completion[len(typed) :]
         return None

@@ -108,7 +108,6 @@ class InfillRequest:
     repo: str = ""
     extra: list[tuple[str, str]] = field(default_factory=list)  # (filename, text) of other files
     max_tokens: int = 64
-    stop: list[str] = field(default_factory=list)
     warm: bool = False  # only read the prompt into the completion slot (what typing will start from)
 
     def to_native(self) -> dict[str, Any]:
@@ -120,7 +119,7 @@ class InfillRequest:
             "repo": self.repo,
             "extra": [{"filename": name, "text": text} for name, text in self.extra],
         }
-        request = {"fim": fim, "max_tokens": self.max_tokens, "stop": self.stop, "temperature": 0}
+        request = {"fim": fim, "max_tokens": self.max_tokens, "temperature": 0}
         return {**request, "warm": True, "background": True} if self.warm else request
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..engine import ChatEngine, ChatRequest, EngineError, InfillRequest
+from ..engine.api import WarmJob
 from .settings import Settings
 from .turns import TurnService, new_conversation_slot
 
@@ -130,23 +131,11 @@ class Warmer:
             self._completion = (uri, asyncio.ensure_future(self._read_completion(uri)))
 
     async def _read_completion(self, uri: str) -> None:
-        try:
-            engine = await self._server.ready_engine()
+        def start(engine: ChatEngine) -> WarmJob | None:
             request = self._completion_request(uri)
-            if request is None or not engine.can_complete:
-                return
-            job = engine.warm_completion(request)
-        except Exception as exc:  # no model (yet): there is nothing to warm
-            log.debug("not warming completion: %s", exc)
-            return
-        try:
-            result = await job.wait()
-            log.debug("warmed completion for %s: %s", uri, result.stats)
-        except asyncio.CancelledError:
-            job.cancel()  # the engine keeps what it read so far
-            raise
-        except EngineError as exc:
-            log.info("not warming completion for %s: %s", uri, exc)
+            return engine.warm_completion(request) if request is not None and engine.can_complete else None
+
+        await self._in_background(f"completion for {uri}", start)
 
     def _stop(self, uri: str) -> None:
         task = self._tasks.pop(uri, None)
@@ -186,13 +175,20 @@ class Warmer:
 
     async def _read(self, request: ChatRequest) -> bool:
         """Reads the request's messages into its slot; False when that did not happen."""
+        # A remote backend's server keeps its own cache: nothing to read here.
+        return await self._in_background(
+            str(request.slot), lambda engine: engine.warm(request) if engine.can_warm else None
+        )
+
+    async def _in_background(self, what: str, start: Callable[[ChatEngine], WarmJob | None]) -> bool:
+        """Runs the background job `start` queues on the engine (None: nothing to do) to its end;
+        False when it did not run or did not finish."""
         try:
-            engine = await self._server.ready_engine()
-            if not engine.can_warm:  # a remote backend: its server keeps its own cache
-                return False
-            job = engine.warm(request)
+            job = start(await self._server.ready_engine())
         except Exception as exc:  # no model (yet): there is nothing to warm
-            log.debug("not warming: %s", exc)
+            log.debug("not warming %s: %s", what, exc)
+            return False
+        if job is None:
             return False
         try:
             result = await job.wait()
@@ -200,9 +196,9 @@ class Warmer:
             job.cancel()  # the engine keeps what it read so far
             raise
         except EngineError as exc:  # "no_slot": every slot holds a conversation
-            log.info("not warming %s: %s", request.slot, exc)
+            log.info("not warming %s: %s", what, exc)
             return False
-        log.debug("warmed %s: %s", request.slot, result.stats)
+        log.debug("warmed %s: %s", what, result.stats)
         return bool(result.finish_reason == "stop")
 
     def _set_warm(self, uri: str, warm: bool) -> None:
