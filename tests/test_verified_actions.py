@@ -63,7 +63,7 @@ async def test_a_fix_whose_first_check_fails_is_retried_and_says_how_its_check_w
     assert RUNS.exists()  # the check ran on the code as it was, which failed ...
     assert verification["passedBefore"] is False
     assert 2 <= verification["attempts"] <= MAX_ATTEMPTS  # ... then on the first edit, on purpose: retried
-    # The failed check's output reached the model as the answer to its first block.
+    # The failed check's output is what the first candidate got back.
     assert "fails on purpose" in result["toolCalls"][0]["result"]
     # Nothing was written in the workspace, not even by the command: it ran on a copy.
     assert {p.name: p.read_text() for p in workspace.iterdir() if p.is_file()} == before

@@ -276,58 +276,69 @@ async def run_block_turn(
     temperature: float = 0.0,
     verifier: Verifier | None = None,
 ) -> TurnResult:
-    """Writes the block until `propose` accepts it (returns None) or the attempts run out.
+    """Writes the block until `propose` accepts it (returns None) and the verifier's check passes, or
+    the attempts run out. The turn's content is what the accepted answer says before its code.
 
-    `propose` gets the code of the answer's fenced block and returns why it cannot be the edit, which
-    goes back to the model, and later attempts sample rather than decode greedily. A block identical
-    to one already refused ends the turn. With a verifier, an accepted block is checked too, and a
-    failed check is refused the same way. The turn's content is what the answer says before its code.
+    `propose` gets the code of the answer's fenced block and returns why it cannot be the edit; that
+    goes back to the model, which writes the block again after reading it. A failed check does not:
+    from then on the model answers the same prompt again, a fresh candidate each time. On the eval's
+    Fix tasks, retries that read the failed test's output fixed none with the 1.5B model, while fresh
+    candidates passed on some; and the prompt stays the cached one, so a candidate decodes only its
+    answer. Attempts after the first sample, seeded per attempt, so the same request still gives the
+    same tokens; a block already refused is refused again without a check.
     """
     # The tools stay declared, unused, so that the prompt's prefix is the same as for every other turn.
     tools = runner.schemas_for(TOOL_NAMES)
     result: TurnResult | None = None
     records: list[ToolCallRecord] = []
-
-    async def ask(attempt: int) -> ChatResult:
-        nonlocal result
+    analysis = ""
+    refused: dict[str, str] = {}  # code -> why
+    first_failed_answer: str | None = None  # the answer whose edit comes back when no check passes
+    for attempt in range(request.max_attempts):
         answer = await engine.generate(
             ChatRequest(
                 messages=list(conversation.messages),
                 tools=tools,
                 tool_choice="none",
                 max_tokens=request.write_tokens,
-                # After a refusal, greedy decoding tends to write the same block again: sample instead,
-                # with a seed per attempt, so that the same request still gives the same tokens.
                 temperature=max(temperature, RETRY_TEMPERATURE) if attempt else temperature,
                 seed=attempt,
                 slot=conversation.id,
             )
         )
         result = _account(result, answer, records)
-        conversation.messages.append({"role": "assistant", "content": answer.content})
-        return answer
-
-    analysis = ""
-    refused: set[str] = set()
-    for attempt in range(request.max_attempts):
-        answer = await ask(attempt)
         if answer.finish_reason in ("cancelled", "error"):
+            conversation.messages.append({"role": "assistant", "content": answer.content})
             break
         code = code_block(answer.content)
-        problem = "There is no code block in your answer." if code is None else propose(code)
-        if problem is None and verifier is not None:
-            problem = await verifier.check_latest(runner)
+        failed_check = False
+        if code is None:
+            problem: str | None = "There is no code block in your answer."
+        elif code in refused:
+            problem = refused[code]
+        else:
+            problem = propose(code)
+            if problem is None and verifier is not None:
+                problem = await verifier.check_latest(runner)
+                failed_check = problem is not None
         records.append(ToolCallRecord("write_block", {"code": code}, problem or "accepted"))
         if problem is None:
-            assert result is not None
+            conversation.messages.append({"role": "assistant", "content": answer.content})
             result.finish_reason = "edit"
             analysis = answer.content.split("```")[0].strip()
             break
         log.info("block refused: %s", problem[:300])
-        if code is not None and code in refused:
-            break
-        refused.add(code or "")
+        refused.setdefault(code or "", problem)
+        if failed_check or (verifier is not None and verifier.verification.first_failure is not None):
+            # Once a check failed, every later answer is a fresh candidate for the same prompt.
+            if first_failed_answer is None and failed_check:
+                first_failed_answer = answer.content
+            continue
+        conversation.messages.append({"role": "assistant", "content": answer.content})
         conversation.messages.append({"role": "user", "content": f"{problem}\n\n{request.write}"})
     assert result is not None
+    if result.finish_reason != "edit" and first_failed_answer is not None:
+        # No candidate passed: the conversation holds the answer whose edit is returned, marked failed.
+        conversation.messages.append({"role": "assistant", "content": first_failed_answer})
     result.content = analysis
     return result

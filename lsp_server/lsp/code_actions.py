@@ -9,6 +9,7 @@ newer request for the same action on the same document supersedes the older one.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.workspace import Workspace
 
-from ..assistant import rewrite
+from ..assistant import related, rewrite
 from ..assistant.conversation import BlockRequest
 from ..assistant.edits import split_lines
 from ..assistant.tools import Workspace as ToolWorkspace
@@ -196,6 +197,16 @@ async def _run(turns: TurnService, request: protocol.CodeActionRequest) -> dict[
                 for d in request.diagnostics
             )
             message += f"\n\nThe problems reported there:\n{problems}"
+            # Off the event loop: it walks the folder.
+            named = await asyncio.to_thread(
+                related.named_definitions,
+                [d.get("message", "") for d in request.diagnostics],
+                turn.workspace,
+                path,
+            )
+            if named:
+                # What the named test (or function) expects is what the fix must do.
+                message += "\n\nThe code they name:\n" + "\n\n".join(d.as_markdown() for d in named)
         if turn.verifier is not None and request.kind in ("fix", "refactor", "document"):
             # While the model writes, the check runs on the code as it is: whether it failed before
             # says what a pass after the edit is worth. (Its output in a Fix's prompt made the 1.5B
