@@ -257,14 +257,23 @@ def _account(result: TurnResult | None, answer: ChatResult, records: list[ToolCa
 class BlockRequest:
     """A code action answered in the block-rewrite format (lsp_server.rewrite).
 
-    The conversation's last message asks for the block (`write`), after a sentence or two of analysis
-    where the action needs one (Fix, Refactor): small models write a better block right after saying
-    what is wrong, in the same answer, than in a second answer.
+    The model reads `message` (the code and what is asked of it) and then `write`, which asks for the
+    block after a sentence or two of analysis where the action needs one (Fix, Refactor): small models
+    write a better block right after saying what is wrong, in the same answer, than in a second answer.
     """
 
+    message: str
     write: str  # asks for the whole new block in one fenced code block; repeated after a refusal
     write_tokens: int = 1024
     max_attempts: int = 3  # writes of the block, each after the previous one was refused
+    # More to read for the candidates written after a failed check (a Fix: the code its problem names).
+    # Not in the first prompt: with it, the 1.5B model fixed other tasks of the eval than without it,
+    # and each of the two prompts is a candidate of its own.
+    second_look: str = ""
+
+    def prompt(self, second_look: bool = False) -> str:
+        parts = [self.message, self.second_look if second_look else "", self.write]
+        return "\n\n".join(part for part in parts if part)
 
 
 async def run_block_turn(
@@ -281,11 +290,11 @@ async def run_block_turn(
 
     `propose` gets the code of the answer's fenced block and returns why it cannot be the edit; that
     goes back to the model, which writes the block again after reading it. A failed check does not:
-    from then on the model answers the same prompt again, a fresh candidate each time. On the eval's
-    Fix tasks, retries that read the failed test's output fixed none with the 1.5B model, while fresh
-    candidates passed on some; and the prompt stays the cached one, so a candidate decodes only its
-    answer. Attempts after the first sample, seeded per attempt, so the same request still gives the
-    same tokens; a block already refused is refused again without a check.
+    from then on each answer is a fresh candidate, greedy for the prompt with the request's second
+    look, then sampled (seeded per attempt, so the same request still gives the same tokens). On the
+    eval's Fix tasks, retries that read the failed test's output fixed none with the 1.5B model, while
+    fresh candidates passed on some; and the prompt's start stays the cached one, so a candidate
+    decodes little more than its answer. A block already refused is refused again without a check.
     """
     # The tools stay declared, unused, so that the prompt's prefix is the same as for every other turn.
     tools = runner.schemas_for(TOOL_NAMES)
@@ -293,7 +302,11 @@ async def run_block_turn(
     records: list[ToolCallRecord] = []
     analysis = ""
     refused: dict[str, str] = {}  # code -> why
-    first_failed_answer: str | None = None  # the answer whose edit comes back when no check passes
+    # The exchange whose edit comes back when no check passes: the first that failed one.
+    first_failed: list[dict[str, Any]] | None = None
+    conversation.messages.append({"role": "user", "content": request.prompt()})
+    asked = len(conversation.messages) - 1
+    fresh_prompt = True  # greedy for the first answer to each prompt, sampled after
     for attempt in range(request.max_attempts):
         answer = await engine.generate(
             ChatRequest(
@@ -301,11 +314,12 @@ async def run_block_turn(
                 tools=tools,
                 tool_choice="none",
                 max_tokens=request.write_tokens,
-                temperature=max(temperature, RETRY_TEMPERATURE) if attempt else temperature,
+                temperature=temperature if fresh_prompt else max(temperature, RETRY_TEMPERATURE),
                 seed=attempt,
                 slot=conversation.id,
             )
         )
+        fresh_prompt = False
         result = _account(result, answer, records)
         if answer.finish_reason in ("cancelled", "error"):
             conversation.messages.append({"role": "assistant", "content": answer.content})
@@ -325,20 +339,33 @@ async def run_block_turn(
         if problem is None:
             conversation.messages.append({"role": "assistant", "content": answer.content})
             result.finish_reason = "edit"
-            analysis = answer.content.split("```")[0].strip()
+            analysis = _analysis(answer.content)
             break
         log.info("block refused: %s", problem[:300])
         refused.setdefault(code or "", problem)
         if failed_check or (verifier is not None and verifier.verification.first_failure is not None):
-            # Once a check failed, every later answer is a fresh candidate for the same prompt.
-            if first_failed_answer is None and failed_check:
-                first_failed_answer = answer.content
+            # Once a check failed, every later answer is a fresh candidate: for the prompt with the
+            # second look, then for the same prompt again.
+            if first_failed is None and failed_check:
+                first_failed = [
+                    *conversation.messages[asked:],
+                    {"role": "assistant", "content": answer.content},
+                ]
+                if request.second_look:
+                    conversation.messages[asked:] = [{"role": "user", "content": request.prompt(True)}]
+                    fresh_prompt = True
             continue
         conversation.messages.append({"role": "assistant", "content": answer.content})
         conversation.messages.append({"role": "user", "content": f"{problem}\n\n{request.write}"})
     assert result is not None
-    if result.finish_reason != "edit" and first_failed_answer is not None:
-        # No candidate passed: the conversation holds the answer whose edit is returned, marked failed.
-        conversation.messages.append({"role": "assistant", "content": first_failed_answer})
+    if result.finish_reason != "edit" and first_failed is not None:
+        # No candidate passed: the turn is the answer whose edit comes back, marked failed.
+        conversation.messages[asked:] = first_failed
+        analysis = _analysis(first_failed[-1]["content"])
     result.content = analysis
     return result
+
+
+def _analysis(answer: str) -> str:
+    """What an answer says before its code."""
+    return answer.split("```")[0].strip()

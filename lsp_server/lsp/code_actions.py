@@ -197,7 +197,10 @@ async def _run(turns: TurnService, request: protocol.CodeActionRequest) -> dict[
                 for d in request.diagnostics
             )
             message += f"\n\nThe problems reported there:\n{problems}"
-            # Off the event loop: it walks the folder.
+        second_look = ""
+        if turn.verifier is not None and request.kind == "fix" and request.diagnostics:
+            # Candidates after a failed check also read what the problems name (the failing test,
+            # say): what it expects is what the fix must do. Off the event loop: it walks the folder.
             named = await asyncio.to_thread(
                 related.named_definitions,
                 [d.get("message", "") for d in request.diagnostics],
@@ -205,8 +208,7 @@ async def _run(turns: TurnService, request: protocol.CodeActionRequest) -> dict[
                 path,
             )
             if named:
-                # What the named test (or function) expects is what the fix must do.
-                message += "\n\nThe code they name:\n" + "\n\n".join(d.as_markdown() for d in named)
+                second_look = "The code they name:\n" + "\n\n".join(d.as_markdown() for d in named)
         if turn.verifier is not None and request.kind in ("fix", "refactor", "document"):
             # While the model writes, the check runs on the code as it is: whether it failed before
             # says what a pass after the edit is worth. (Its output in a Fix's prompt made the 1.5B
@@ -215,7 +217,7 @@ async def _run(turns: TurnService, request: protocol.CodeActionRequest) -> dict[
         if request.kind == "explain":
             await turn.ask(f"{message}\n\n{EXPLAIN}")
         else:
-            await _write_edit(turn, request.kind, message, first, last, code, language)
+            await _write_edit(turn, request.kind, message, first, last, code, language, second_look)
     outcome = turn.reply()
     if request.kind == "explain":
         return outcome
@@ -231,7 +233,14 @@ async def _run(turns: TurnService, request: protocol.CodeActionRequest) -> dict[
 
 
 async def _write_edit(
-    turn: DocumentTurn, kind: str, message: str, first: int, last: int, code: str, language: str
+    turn: DocumentTurn,
+    kind: str,
+    message: str,
+    first: int,
+    last: int,
+    code: str,
+    language: str,
+    second_look: str,
 ) -> None:
     """The model writes the block again (or the test file); the edit tools get a turn if that fails."""
     assert turn.path is not None
@@ -242,10 +251,12 @@ async def _write_edit(
     )
     attempts = turn.verifier.max_attempts if turn.verifier is not None else BLOCK_ATTEMPTS
     block = BlockRequest(
+        message=message,
         write=write,
         # Room for the whole block again, and then some: a cut-off block cannot parse.
         write_tokens=max(turn.settings.max_tokens, len(code) // 2),
         max_attempts=min(turn.settings.max_tool_steps, attempts),
+        second_look=second_look,
     )
 
     def propose(block_code: str) -> str | None:
@@ -259,7 +270,7 @@ async def _write_edit(
             return NOTHING_DOCUMENTED
         return runner.propose_text(path, after, keep_code=kind == "document")
 
-    await turn.write_block(f"{message}\n\n{write}", block, propose)
+    await turn.write_block(block, propose)
     if not runner.edits and not turn.checked_without_passing:
         # The block never came out right (a small model may keep writing the code back as it was):
         # the edit tools get their turn, in the same conversation, from the warm cache.

@@ -134,11 +134,8 @@ class DocumentTurn:
         )
         return self._add(turn)
 
-    async def write_block(
-        self, message: str, block: BlockRequest, propose: Callable[[str], str | None]
-    ) -> TurnResult:
+    async def write_block(self, block: BlockRequest, propose: Callable[[str], str | None]) -> TurnResult:
         """The model writes a whole block of code (lsp_server.rewrite); `propose` turns it into an edit."""
-        self.conversation.messages.append({"role": "user", "content": message})
         turn = await run_block_turn(
             self.engine,
             self.conversation,
