@@ -78,5 +78,8 @@ async def test_a_fix_whose_first_check_fails_is_retried_and_says_how_its_check_w
         assert tests.returncode == 0, tests.stdout
         assert verification["summary"].startswith("verified:")
     else:
-        assert verification["passed"] is False and verification["attempts"] == MAX_ATTEMPTS
+        # Every attempt was used; a candidate that repeats a failed block is refused without a check.
+        assert verification["passed"] is False
+        blocks = [call for call in result["toolCalls"] if call["name"] == "write_block"]
+        assert len(blocks) == MAX_ATTEMPTS, blocks
         assert verification["output"] and verification["summary"].startswith("not verified:")

@@ -2,14 +2,14 @@
 
 A failing test's report names the test (`test_gradebook.py::test_drop_lowest_scores`) and a type
 checker's names the function called; the message alone rarely says what the code should do, and the
-named code does. A small model does not go and read it with the tools, so a Fix shows it up front.
+named code does. A small model does not go and read it with the tools, so a Fix's candidates after a
+failed check are shown it (lsp_server.assistant.conversation.BlockRequest.second_look).
 Python only (the definitions are found with `ast`); plain text in and out, no LSP, no model.
 """
 
 from __future__ import annotations
 
 import ast
-import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,8 +17,6 @@ from pathlib import Path
 
 from .edits import split_lines
 from .tools import ToolError, Workspace
-
-log = logging.getLogger("llama_lsp.related")
 
 MAX_DEFINITIONS = 3
 MAX_LINES = 40  # of one definition; a longer one is cut, and says so

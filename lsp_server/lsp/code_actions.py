@@ -198,7 +198,7 @@ async def _run(turns: TurnService, request: protocol.CodeActionRequest) -> dict[
             )
             message += f"\n\nThe problems reported there:\n{problems}"
         second_look = ""
-        if turn.verifier is not None and request.kind == "fix" and request.diagnostics:
+        if turn.verifier is not None and request.kind == "fix" and path.suffix == ".py":
             # Candidates after a failed check also read what the problems name (the failing test,
             # say): what it expects is what the fix must do. Off the event loop: it walks the folder.
             named = await asyncio.to_thread(
@@ -212,7 +212,7 @@ async def _run(turns: TurnService, request: protocol.CodeActionRequest) -> dict[
         if turn.verifier is not None and request.kind in ("fix", "refactor", "document"):
             # While the model writes, the check runs on the code as it is: whether it failed before
             # says what a pass after the edit is worth. (Its output in a Fix's prompt made the 1.5B
-            # model's fixes worse on the eval's tasks, so the model reads it only after a failed try.)
+            # model's fixes worse on the eval's tasks, so the model never reads it.)
             turn.verifier.look_before(path, fixing=request.kind == "fix")
         if request.kind == "explain":
             await turn.ask(f"{message}\n\n{EXPLAIN}")
