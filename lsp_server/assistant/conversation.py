@@ -343,17 +343,14 @@ async def run_block_turn(
             break
         log.info("block refused: %s", problem[:300])
         refused.setdefault(code or "", problem)
-        if failed_check or (verifier is not None and verifier.verification.first_failure is not None):
+        if failed_check and first_failed is None:
+            first_failed = [*conversation.messages[asked:], {"role": "assistant", "content": answer.content}]
+            if request.second_look:
+                conversation.messages[asked:] = [{"role": "user", "content": request.prompt(True)}]
+                fresh_prompt = True
+        if first_failed is not None:
             # Once a check failed, every later answer is a fresh candidate: for the prompt with the
             # second look, then for the same prompt again.
-            if first_failed is None and failed_check:
-                first_failed = [
-                    *conversation.messages[asked:],
-                    {"role": "assistant", "content": answer.content},
-                ]
-                if request.second_look:
-                    conversation.messages[asked:] = [{"role": "user", "content": request.prompt(True)}]
-                    fresh_prompt = True
             continue
         conversation.messages.append({"role": "assistant", "content": answer.content})
         conversation.messages.append({"role": "user", "content": f"{problem}\n\n{request.write}"})

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .edits import split_lines
+from .rewrite import DEFINITIONS, definition_lines
 from .tools import ToolError, Workspace
 
 MAX_DEFINITIONS = 3
 MAX_LINES = 40  # of one definition; a longer one is cut, and says so
 MAX_FILES_READ = 300  # Python files that mention a name; a huge folder must not stall the action
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _NAME = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b")
 
 
@@ -87,10 +87,9 @@ def _definitions(text: str, names: set[str], shown_path: str) -> dict[str, Defin
     lines = split_lines(text)
     found: dict[str, Definition] = {}
     for node in ast.walk(tree):
-        if not isinstance(node, _DEFINITIONS) or node.name not in names:
+        if not isinstance(node, DEFINITIONS) or node.name not in names:
             continue
-        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-        last = node.end_lineno or node.lineno
+        first, last = definition_lines(node)
         code = "".join(lines[first - 1 : min(last, first + MAX_LINES - 1)]).rstrip()
         if last - first + 1 > MAX_LINES:
             code += f"\n# ... ({last - first + 1 - MAX_LINES} more lines)"

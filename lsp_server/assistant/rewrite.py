@@ -19,6 +19,14 @@ _FENCE = re.compile(r"^(?P<fence>```|~~~)[^\n]*\n(?P<code>.*?)^(?P=fence)[ \t]*$
 _OPEN_FENCE = re.compile(r"^(```|~~~)[^\n]*\n", re.MULTILINE)
 
 
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def definition_lines(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[int, int]:
+    """The 1-based inclusive lines of a function or class, its decorators included."""
+    return min([node.lineno, *(d.lineno for d in node.decorator_list)]), node.end_lineno or node.lineno
+
+
 def enclosing_block(text: str, first: int, last: int, python: bool) -> tuple[int, int]:
     """The 1-based inclusive lines a rewrite should cover for a selection of lines first..last.
 
@@ -34,10 +42,9 @@ def enclosing_block(text: str, first: int, last: int, python: bool) -> tuple[int
         return first, last
     best: tuple[int, int] | None = None
     for node in ast.walk(tree):
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        if not isinstance(node, DEFINITIONS):
             continue
-        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-        end = node.end_lineno or node.lineno
+        start, end = definition_lines(node)
         if start <= first and last <= end and (best is None or end - start < best[1] - best[0]):
             best = (start, end)
     return best if best is not None else (first, last)
