@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.engine import ChatRequest, Engine, EngineClosed, EngineConfig, EngineError
+from lsp_server.engine import ChatRequest, Engine, EngineClosed, EngineConfig, EngineError, InfillRequest
 from lsp_server.engine.local import Job
 
 
@@ -141,6 +141,50 @@ async def test_a_request_preempts_warming_and_warming_resumes_after_it(tiny_mode
         assert warmed.stats.n_reused + warmed.stats.n_evaluated == warmed.stats.n_prompt
         slots = {s["key"]: s["n_tokens"] for s in (await engine.info())["slots"]}
         assert slots["document:a"] == warmed.stats.n_prompt
+    finally:
+        engine.close()
+
+
+async def test_warming_reads_the_likeliest_next_prompt_first(tiny_fim_model):
+    # A follow-up's warming (a conversation with its answer) before a document's opening, and that
+    # before the completion slot: queued the other way round while a request runs.
+    engine = Engine(config(tiny_fim_model, n_ctx=8192))
+    try:
+        await engine.ready()
+        request = engine.submit(ChatRequest(prompt=LONG_PROMPT, max_tokens=4, slot="chat"))
+        await started(request)
+        finished: list[str] = []
+        infill = InfillRequest(prefix="def f(x):\n", prompt="    return", suffix="\n", filename="a.py")
+        warmings = {
+            "completion": engine.warm_completion(infill),
+            "document": engine.warm(ChatRequest(prompt="a document " * 20, slot="document:a")),
+            "follow-up": engine.warm(ChatRequest(prompt="a conversation " * 20, slot="chat"), follow_up=True),
+        }
+        for name, job in warmings.items():
+            job.future.add_done_callback(lambda _f, name=name: finished.append(name))
+        assert (await request.wait()).finish_reason == "length"
+        for job in warmings.values():
+            assert (await job.wait()).finish_reason == "stop"
+        assert finished == ["follow-up", "document", "completion"]
+    finally:
+        engine.close()
+
+
+async def test_a_follow_ups_warming_preempts_a_documents_which_keeps_its_chunks(tiny_model):
+    engine = Engine(config(tiny_model, n_ctx=8192))
+    try:
+        await engine.ready()
+        document = engine.warm(ChatRequest(prompt=LONG_PROMPT, slot="document:a"))
+        await started(document)
+        follow_up = engine.warm(ChatRequest(prompt="a conversation " * 20, slot="chat"), follow_up=True)
+        finished: list[str] = []
+        document.future.add_done_callback(lambda _f: finished.append("document"))
+        assert (await follow_up.wait()).finish_reason == "stop"
+        finished.append("follow-up")
+        warmed = await document.wait()
+        assert finished == ["follow-up", "document"] and document.preemptions == 1
+        assert warmed.finish_reason == "stop" and warmed.stats.n_reused > 0  # its chunks read before
+        assert warmed.stats.n_reused + warmed.stats.n_evaluated == warmed.stats.n_prompt
     finally:
         engine.close()
 

@@ -98,3 +98,23 @@ async def test_an_opened_document_is_read_into_the_completion_slot(client: Assis
     last = (await client.request(protocol.STATS, {}))["lastCompletion"]
     # The first completion in the file reads only the line being typed and what follows it.
     assert last["nPrompt"] > 300 and last["nEvaluated"] < 16, last
+
+
+async def test_a_follow_ups_warming_goes_before_the_completion_slots(
+    client: AssistantClient, workspace: Path, tmp_path: Path
+):
+    # Asked at once, the first question finds the file's warmings queued: its completion slot's is
+    # ~2,000 tokens. The follow-up's warming, queued after the answer, runs before that one.
+    (tmp_path / "reading.py").write_text((workspace / "big.py").read_text())
+    uri = open_document(client, tmp_path / "reading.py")
+    first = await chat(client, {"textDocument": {"uri": uri}, "message": "What does this file do?"})
+    conversation = first["conversationId"]
+    async with asyncio.timeout(120):
+        while await slot_tokens(client, conversation) <= first["stats"]["nPrompt"]:
+            await asyncio.sleep(0.1)
+    stats = await client.request(protocol.STATS, {})
+    completion = next(s["n_tokens"] for s in stats["engine"]["slots"] if s["completion"])
+    assert completion < 1000, completion  # the completion slot's warming has barely started
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )

@@ -207,8 +207,9 @@ class ChatEngine(Protocol):
         it (finish_reason "cancelled"). `keep_going` sees the text so far after each piece and may
         end it early by returning False (finish_reason "cancelled", the text kept)."""
 
-    def warm(self, request: ChatRequest) -> WarmJob:
-        """Reads the request's messages into its slot in the background (only where can_warm)."""
+    def warm(self, request: ChatRequest, follow_up: bool = False) -> WarmJob:
+        """Reads the request's messages into its slot in the background (only where can_warm). A
+        follow-up's (a conversation with its latest answer) goes before other warming."""
 
     def warm_completion(self, request: InfillRequest) -> WarmJob:
         """Reads a completion's prompt into the completion slot in the background (where can_complete)."""

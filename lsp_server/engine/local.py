@@ -4,10 +4,11 @@ The native engine is driven by exactly one thread (the worker); asyncio code sub
 them. Streamed pieces hop from the worker to the caller's event loop. Slot state is restored lazily at
 start, saved after requests now and then, and saved again on close.
 
-Three queues, in order: requests (chat, and the engine's info), completions (inline, while typing),
-then background jobs (warming the cache). A job runs only when no earlier queue has one waiting.
-- A request or a completion that arrives while a background job runs preempts it (the native engine
-  keeps the chunks it read), and the background job resumes after. A chat request or a completion
+Queues, in order (Priority): requests (chat, and the engine's info), completions (inline, while
+typing), then background jobs (warming the cache), the likeliest next prompt first. A job runs only
+when no earlier queue has one waiting.
+- A job that arrives while a later queue's background job runs preempts it (the native engine keeps
+  the chunks it read), and the background job resumes after. A chat request or a completion
   aborts the chunk being read, so that the user waits for nothing, unless the chunk is of the chat's
   own conversation (the start of its prompt: work it would do anyway); other requests (info,
   tokenize) let it finish, so that no work is lost to a status bar polling.
@@ -77,11 +78,16 @@ COMPLETION_SLOT = "completion"  # the queue's name for the engine's completion s
 
 
 class Priority(IntEnum):
-    """The engine's queues, most urgent first."""
+    """The engine's queues, most urgent first. Warming comes last, the likeliest next prompt first."""
 
     REQUEST = 0  # chat, code actions, the engine's info
     COMPLETION = 1  # inline completion while typing
-    BACKGROUND = 2  # warming the cache
+    # Warming (background work): a conversation with its latest answer, which a follow-up starts with;
+    WARM_FOLLOW_UP = 2
+    # a document's opening for its first question, on open and after an edit;
+    WARM_DOCUMENT = 3
+    # the completion slot on open (only the first completion in a file gains: typing keeps it current).
+    WARM_COMPLETION = 4
 
 
 class Job:
@@ -105,7 +111,7 @@ class Job:
 
     @property
     def background(self) -> bool:
-        return self.priority == Priority.BACKGROUND
+        return self.priority >= Priority.WARM_FOLLOW_UP
 
     def cancel(self) -> None:
         self._engine._cancel(self)
@@ -179,13 +185,14 @@ class Engine:
         request: ChatRequest,
         on_piece: Callable[[str], None] | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
-        background: bool = False,
+        priority: Priority = Priority.REQUEST,
     ) -> Job:
         """Queues a chat request. Pieces go to on_piece, on `loop` when given (else on the worker).
 
-        A background request runs only when no other request waits, and never evicts a conversation's
-        slot; a request preempts it, and it resumes from the chunks it had read.
+        A background request (warming) runs only when no more urgent job waits, and never evicts a
+        conversation's slot; a more urgent job preempts it, and it resumes from the chunks it had read.
         """
+        background = priority >= Priority.WARM_FOLLOW_UP
         payload = replace(request, background=background).to_native()
 
         def run(engine: native.NativeEngine, job: Job) -> ChatResult:
@@ -202,12 +209,13 @@ class Engine:
 
             return ChatResult.from_native(engine.generate(payload, piece))
 
-        priority = Priority.BACKGROUND if background else Priority.REQUEST
         return self._enqueue(run, priority, urgent=not background, slot=request.slot)
 
-    def warm(self, request: ChatRequest) -> Job:
-        """Reads the request's messages into its slot in the background, answering nothing."""
-        return self.submit(replace(request, warm=True), background=True)
+    def warm(self, request: ChatRequest, follow_up: bool = False) -> Job:
+        """Reads the request's messages into its slot in the background, answering nothing; a
+        follow-up's (a conversation with its latest answer) before a document's opening."""
+        priority = Priority.WARM_FOLLOW_UP if follow_up else Priority.WARM_DOCUMENT
+        return self.submit(replace(request, warm=True), priority=priority)
 
     async def generate(
         self, request: ChatRequest, on_piece: Callable[[str], None] | None = None
@@ -259,7 +267,7 @@ class Engine:
         def run(engine: native.NativeEngine, _job: Job) -> ChatResult:
             return ChatResult.from_native(engine.generate(payload))
 
-        return self._enqueue(run, Priority.BACKGROUND, slot=COMPLETION_SLOT)
+        return self._enqueue(run, Priority.WARM_COMPLETION, slot=COMPLETION_SLOT)
 
     async def tokenize(self, request: dict[str, Any]) -> list[int]:
         result = await self._enqueue(lambda engine, _job: engine.tokenize(request)).wait()
@@ -377,7 +385,7 @@ class Engine:
             # its generate call starts; a late cancel meant for the job before must not stop it.
             engine.clear_cancel()
             self._current = job
-            if job.background and (self._queues[Priority.REQUEST] or self._queues[Priority.COMPLETION]):
+            if job.background and any(self._queues[p] for p in Priority if p < job.priority):
                 job.preempted = True
                 engine.yield_soon()
         try:
@@ -387,7 +395,7 @@ class Engine:
                     # Stopped for a request: it resumes after it, from the chunks it read.
                     job.preempted = False
                     job.preemptions += 1
-                    self._queues[Priority.BACKGROUND].appendleft(job)
+                    self._queues[job.priority].appendleft(job)
                     return
             job.future.set_result(result)
         except NativeError as exc:

@@ -100,7 +100,7 @@ class RemoteEngine:
     async def info(self) -> dict[str, Any]:
         return {**self._info, "running": self._running}
 
-    def warm(self, request: ChatRequest) -> Any:
+    def warm(self, request: ChatRequest, follow_up: bool = False) -> Any:
         raise EngineError("a remote backend is not warmed from here", "unsupported")
 
     def warm_completion(self, request: InfillRequest) -> Any:

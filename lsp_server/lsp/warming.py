@@ -143,7 +143,7 @@ class Warmer:
             task.cancel()
 
     async def _after(self, request: ChatRequest) -> None:
-        await self._read(request)
+        await self._read(request, follow_up=True)
         await self._recheck()
 
     async def _recheck(self) -> None:
@@ -173,11 +173,11 @@ class Warmer:
             if self._tasks.get(uri) is asyncio.current_task():
                 del self._tasks[uri]
 
-    async def _read(self, request: ChatRequest) -> bool:
+    async def _read(self, request: ChatRequest, follow_up: bool = False) -> bool:
         """Reads the request's messages into its slot; False when that did not happen."""
         # A remote backend's server keeps its own cache: nothing to read here.
         return await self._in_background(
-            str(request.slot), lambda engine: engine.warm(request) if engine.can_warm else None
+            str(request.slot), lambda engine: engine.warm(request, follow_up) if engine.can_warm else None
         )
 
     async def _in_background(self, what: str, start: Callable[[ChatEngine], WarmJob | None]) -> bool:
