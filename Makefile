@@ -19,7 +19,7 @@ VSCODE := editors/vscode
 VSIX := $(VSCODE)/llama-lsp.vsix
 VSCODE_MODULES := $(VSCODE)/node_modules/.package-lock.json
 VSCODE_SOURCES := $(VSCODE)/package.json $(VSCODE)/tsconfig.json $(wildcard $(VSCODE)/src/*.ts $(VSCODE)/src/*/*.ts $(VSCODE)/media/*)
-LLAMA_SERVER := build/llama-server/bin/llama-server
+LLAMA_SERVER := build/native/bin/llama-server
 CCACHE := $(shell command -v ccache)
 
 .PHONY: help setup model test-models demo test test-fast test-python test-vscode vsix llama-server bench eval lint format clean
@@ -76,21 +76,14 @@ test-vscode: setup test-models $(LLAMA_SERVER) $(VSIX) ## VS Code: typecheck, un
 	timeout 1200 bash $(VSCODE)/e2e/install.sh
 	timeout 900 node $(VSCODE)/e2e/run.mjs  # the vsix above, .venv's server, the default model
 
-# llama.cpp's own server, the remote backend of the tests and the baseline of `make bench`: the shim's pinned source, compiled as the shim
-# compiles it (Release, static, PIC, GGML_NATIVE left at its default ON, no OpenMP, no HTTPS); the web UI
-# is neither downloaded nor built.
-$(LLAMA_SERVER): native/fetch_llama_cpp.py | $(SETUP_STAMP)
-	source=$$($(BIN)/python native/fetch_llama_cpp.py) && timeout $(T_SETUP) $(BIN)/cmake -S "$$source" \
-		-B build/llama-server -G Ninja -DCMAKE_MAKE_PROGRAM=$(abspath $(BIN))/ninja \
-		$(if $(CCACHE),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache) \
-		-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
-		-DGGML_NATIVE=ON -DGGML_OPENMP=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_SUBPROCESS=OFF \
-		-DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF \
-		-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF
-	timeout $(T_SETUP) $(BIN)/cmake --build build/llama-server --target llama-server -j2
+# llama.cpp's own server, the remote backend of the tests and the baseline of `make bench`: built in the
+# shim's build tree (native/CMakeLists.txt) from the same pinned source and objects, so it costs only its
+# own sources on top of `make setup`.
+$(LLAMA_SERVER): native/fetch_llama_cpp.py native/CMakeLists.txt | $(SETUP_STAMP)
+	timeout $(T_SETUP) $(BIN)/cmake --build build/native --target llama-server -j2
 	@touch $@
 
-llama-server: $(LLAMA_SERVER) ## Build llama.cpp's llama-server once (build/llama-server/): tests' remote backend, bench's baseline
+llama-server: $(LLAMA_SERVER) ## Build llama.cpp's llama-server (build/native/bin/): tests' remote backend, bench's baseline
 
 # About an hour with the default 5 runs (versus and prefill run at 1 thread).
 # BENCH_ARGS: e.g. --runs 1, --only versus (engine, versus or prefill; repeatable), --quick

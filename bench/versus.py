@@ -20,8 +20,6 @@ import fnmatch
 import http.client
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,11 +36,12 @@ from lsp_server.engine.local import EngineConfig
 from lsp_server.engine.native import NativeEngine
 from lsp_server.lsp import protocol
 from lsp_server.lsp.chat import CHAT_HINT
+from tests import llama_server
 
 from .parts import median, show
-from .workload import FOLLOW_UP, QUESTIONS, ROOT, chat
+from .workload import FOLLOW_UP, QUESTIONS, chat
 
-SERVER = ROOT / "build" / "llama-server" / "bin" / "llama-server"  # `make llama-server`
+SERVER = llama_server.BINARY  # `make llama-server`
 OVERRIDE = "LLAMA_LSP_LLAMA_SERVER"
 DOC_NAME = "fnmatch.py"
 DOC_SOURCE = Path(fnmatch.__file__)  # ~1,400 tokens of real Python, from the running interpreter
@@ -100,57 +99,25 @@ def with_line_inserted(text: str, line: int, new: str) -> str:
 
 
 class LlamaServer:
-    """A llama-server process on 127.0.0.1, and the requests a streaming chat client sends it."""
+    """A llama-server process on 127.0.0.1 (tests/llama_server.py starts and stops it), and the requests
+    a streaming chat client sends it."""
 
-    def __init__(self, process: subprocess.Popen[bytes], port: int, log: Path):
-        self.process, self.port, self.log = process, port, log
+    def __init__(self, process: llama_server.LlamaServer):
+        self.process, self.port = process, process.port
 
     @classmethod
     @contextmanager
     def running(cls, binary: Path, plan: Plan, workdir: Path) -> Iterator[LlamaServer]:
-        with socket.socket() as probe:  # a free port (another program could take it meanwhile; unlikely)
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        command = [
-            str(binary),
-            *("-m", str(plan.model), "-t", str(THREADS), "-tb", str(THREADS)),
-            *("-c", "8192", "-np", "1", "-fa", "on", "--jinja"),
-            *("--cache-prompt", "--cache-reuse", "256"),
-            *("--host", "127.0.0.1", "--port", str(port)),
-        ]
+        options = ("-c", "8192", "-np", "1", "--cache-prompt", "--cache-reuse", "256")
         log = workdir / "llama-server.log"
-        with log.open("wb") as out:
-            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-        server = cls(process, port, log)
+        process = llama_server.LlamaServer(
+            plan.model, plan.model.stem, log, *options, binary=binary, threads=THREADS
+        )
+        process.start()
         try:
-            server.wait_ready(timeout_s=180)
-            yield server
+            yield cls(process)
         finally:
-            process.terminate()
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-    def wait_ready(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit(
-                    f"bench: llama-server exited ({self.process.returncode}):\n{self.log_tail()}"
-                )
-            try:
-                status, _ = self.post("/health", None, method="GET")
-                if status == 200:
-                    return
-            except OSError:
-                pass  # not listening yet
-            time.sleep(0.2)
-        raise SystemExit(f"bench: llama-server was not ready after {timeout_s:.0f} s:\n{self.log_tail()}")
-
-    def log_tail(self) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-20:])
+            process.stop()
 
     def post(self, path: str, body: Any, method: str = "POST") -> tuple[int, Any]:
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)

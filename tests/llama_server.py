@@ -1,5 +1,6 @@
-"""llama.cpp's own llama-server, the remote backend the tests run against: the build from the pinned
-source (`make llama-server`), started on 127.0.0.1 on a free port, as a team would start it."""
+"""llama.cpp's own llama-server, the remote backend the tests run against (and the bench's baseline):
+the build from the pinned source (`make llama-server`), started on 127.0.0.1 on a free port, as a team
+would start it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BINARY = ROOT / "build" / "llama-server" / "bin" / "llama-server"
+BINARY = ROOT / "build" / "native" / "bin" / "llama-server"
 
 
 def free_port() -> int:
@@ -25,9 +26,19 @@ def free_port() -> int:
 class LlamaServer:
     """One llama-server process serving `model` under `name`; start() waits until it answers."""
 
-    def __init__(self, model: Path, name: str, log: Path, *options: str, port: int | None = None):
+    def __init__(
+        self,
+        model: Path,
+        name: str,
+        log: Path,
+        *options: str,
+        port: int | None = None,
+        binary: Path = BINARY,
+        threads: int = 2,
+    ):
         self.model, self.name, self.log, self.options = model, name, log, options
         self.port = port or free_port()
+        self.binary, self.threads = binary, threads
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -39,11 +50,12 @@ class LlamaServer:
         return {"url": self.url, "model": self.name, **more}
 
     def start(self, timeout_s: float = 180.0) -> LlamaServer:
-        if not BINARY.is_file():
-            raise RuntimeError(f"{BINARY} is missing: `make llama-server` builds it (`make test` does)")
+        if not self.binary.is_file():
+            raise RuntimeError(f"{self.binary} is missing: `make llama-server` builds it (`make test` does)")
         command = [
-            str(BINARY),
-            *("-m", str(self.model), "-a", self.name, "--jinja", "-fa", "on", "-t", "2"),
+            str(self.binary),
+            *("-m", str(self.model), "-a", self.name, "--jinja", "-fa", "on"),
+            *("-t", str(self.threads), "-tb", str(self.threads)),
             *("--host", "127.0.0.1", "--port", str(self.port)),
             *self.options,
         ]

@@ -48,7 +48,7 @@ const node24 = path.join(cache, `node-${config.nodeVersion}`, "node_modules/node
 const codeServerMain = path.join(cache, `code-server-${config.codeServerVersion}`, "node_modules/code-server/out/node/entry.js");
 const chromiumPath = "/usr/bin/chromium";
 // The remote-backend step: llama.cpp's own server (`make llama-server`) serving the small test model.
-const llamaServerBinary = path.resolve(process.env.LLAMA_LSP_E2E_LLAMA_SERVER || path.join(repoRoot, "build/llama-server/bin/llama-server"));
+const llamaServerBinary = path.resolve(process.env.LLAMA_LSP_E2E_LLAMA_SERVER || path.join(repoRoot, "build/native/bin/llama-server"));
 const remoteModel = "qwen2.5-coder-0.5b";
 
 const started = Date.now();
