@@ -161,6 +161,26 @@ def test_state_round_trips_through_disk_with_identical_answers(tiny_model, cold,
         second.close()
 
 
+def test_state_saved_with_other_attention_is_discarded_not_loaded(tiny_model, tmp_path):
+    # Flash attention lays the V cache out differently: such a state is another engine's.
+    with_flash = open_tiny(tiny_model, flash_attn="on")
+    run(with_flash, "def save(state): return write(state)", slot="s")
+    with_flash.save_slots(tmp_path)
+    with_flash.close()
+    e = open_tiny(tiny_model)
+    try:
+        assert e.info()["flash_attn"] == "off"  # the default on a CPU
+        restored = e.restore_slots(tmp_path)
+        assert restored["known"] == 0 and "another model or build" in restored["discarded"], restored
+    finally:
+        e.close()
+
+
+def test_an_unknown_attention_setting_is_an_error_that_names_the_choices(tiny_model):
+    with pytest.raises(native.NativeError, match='"on", "off" or "auto"'):
+        open_tiny(tiny_model, flash_attn="fast")
+
+
 def test_corrupt_index_is_discarded(tiny_model, tmp_path):
     (tmp_path / "index.json").write_text("{not json")
     e = open_tiny(tiny_model)

@@ -91,6 +91,9 @@ void llama_lsp_set_log_callback(llama_lsp_log_cb callback, void * user_data);
      "cache_key"        a string naming the model file (e.g. a hash of its path, size and mtime); part of
                         the fingerprint of saved slots, so that a changed file invalidates them
      "n_gpu_layers"     layers to offload to a GPU backend, if the library was built with one (default 0)
+     "flash_attn"       "on", "off" or "auto" (llama.cpp decides); default "off" without offloaded
+                        layers (llama.cpp's CPU kernel for it is slower at reading a few tokens and at
+                        decoding over a long cache), else "auto". Part of the fingerprint of saved slots
      "completion_slot"  true: one more slot, for "fim" requests only, when the model has FIM tokens
                         (default false); it reuses the longest common prefix, answer included (not
                         exact), reads prompts in chunks of prefill_chunk tokens, and is never shared,
@@ -190,8 +193,8 @@ char * llama_lsp_restore_slots(llama_lsp_engine * engine, const char * directory
 
 /* Describes the model, the context and the slots: {"version", "model_path", "model_desc", "n_params",
    "model_size", "n_ctx" (all slots), "n_ctx_slot", "n_ctx_train", "n_threads", "n_threads_batch",
-   "prefill_chunk", "message_start" (the token that starts a chunk, or -1), "exact_reuse", "can_reuse" (false for recurrent or hybrid models: every request
-   starts cold), "can_infill" (the vocabulary has FIM tokens), "slots": [{"id", "key", "n_tokens",
+   "prefill_chunk", "message_start" (the token that starts a chunk, or -1), "exact_reuse", "flash_attn",
+   "can_reuse" (false for recurrent or hybrid models: every request starts cold), "can_infill" (the vocabulary has FIM tokens), "slots": [{"id", "key", "n_tokens",
    "last_used", "completion" (the completion slot)}], "n_saved" (slots known on disk, not
    loaded yet), "fingerprint"}. */
 char * llama_lsp_info(llama_lsp_engine * engine);

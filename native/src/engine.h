@@ -125,6 +125,7 @@ struct llama_lsp_engine {
     uint64_t clock = 0;
     int32_t prefill_chunk = 64;
     bool exact_reuse = true;
+    std::string flash_attn = "off";  // "on", "off" or "auto" (llama.cpp decides)
     llama_token message_start = LLAMA_TOKEN_NULL;  // the token that opens every chat message, if any
     bool can_trim = true;  // false for recurrent/hybrid memory: every request starts from scratch
     int32_t n_threads = 1;

@@ -24,7 +24,7 @@ std::string llama_lsp_engine::fingerprint() const {
     return std::string("llama-lsp ") + k_version + "; llama.cpp " + LLAMA_LSP_SOURCE_ID + "; " + desc + "; params " +
            std::to_string(llama_model_n_params(model)) + "; size " + std::to_string(llama_model_size(model)) +
            "; key " + cache_key + "; cuts " + std::to_string(prefill_chunk) + "/" + std::to_string(message_start) +
-           (exact_reuse ? " exact" : " fast");
+           (exact_reuse ? " exact" : " fast") + "; flash attention " + flash_attn;
 }
 
 namespace {
