@@ -24,13 +24,19 @@ def find_decode_loop() -> Path:
 
 
 def decode_loop(
-    binary: Path, model: Path, prompt: str, n_predict: int, n_threads: int, n_threads_batch: int
+    binary: Path,
+    model: Path,
+    prompt: str,
+    n_predict: int,
+    n_threads: int,
+    n_threads_batch: int,
+    flash_attn: str,
 ) -> dict[str, Any]:
     """Returns {"n_prompt", "n_generated", "decode_s", "tokens"} from one run of the program."""
     with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8") as prompt_file:
         prompt_file.write(prompt)
         prompt_file.flush()
-        command = [binary, model, prompt_file.name, n_predict, n_threads, n_threads_batch]
+        command = [binary, model, prompt_file.name, n_predict, n_threads, n_threads_batch, flash_attn]
         done = subprocess.run(
             [str(arg) for arg in command], capture_output=True, text=True, timeout=600, check=False
         )

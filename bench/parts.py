@@ -176,7 +176,13 @@ def decode_speed(engine: NativeEngine, binary: Path, settings: Settings) -> Row:
         stats = result["stats"]
         ours.append(stats["n_generated"] / stats["t_decode_ms"] * 1000)
         plain = decode_loop(
-            binary, settings.model, prompt, settings.decode_tokens, n_threads, n_threads_batch
+            binary,
+            settings.model,
+            prompt,
+            settings.decode_tokens,
+            n_threads,
+            n_threads_batch,
+            info["flash_attn"],
         )
         theirs.append(plain["n_generated"] / plain["decode_s"])
         if stats["n_generated"] != settings.decode_tokens or plain["n_generated"] != settings.decode_tokens:

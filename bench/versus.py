@@ -8,7 +8,8 @@ request sent to the first streamed piece of the answer.
 
 (A) follow-up after 5 s of reading; (E) follow-up asked 3 s after a line was inserted near the top
 (the same conversation, one turn later, so (A) and (E) share one cold first question); (F) first
-question on a file open for 10 s; (R) first question 1 s after a restart of our server. Each run's file
+question on a file open for 10 s; (R) first question 1 s after a restart of our server; then (A) again
+on a second llama-server without flash attention, as our engine runs on a CPU. Each run's file
 starts with its own comment line, so neither side can reuse an earlier run's document. Then the cold
 prefill speed of our engine at several prefill chunk sizes, beside llama-server's.
 """
@@ -107,11 +108,13 @@ class LlamaServer:
 
     @classmethod
     @contextmanager
-    def running(cls, binary: Path, plan: Plan, workdir: Path) -> Iterator[LlamaServer]:
+    def running(
+        cls, binary: Path, plan: Plan, workdir: Path, flash_attn: str = "on"
+    ) -> Iterator[LlamaServer]:
         options = ("-c", "8192", "-np", "1", "--cache-prompt", "--cache-reuse", "256")
-        log = workdir / "llama-server.log"
+        log = workdir / f"llama-server-fa-{flash_attn}.log"
         process = llama_server.LlamaServer(
-            plan.model, plan.model.stem, log, *options, binary=binary, threads=THREADS
+            plan.model, plan.model.stem, log, *options, binary=binary, threads=THREADS, flash_attn=flash_attn
         )
         process.start()
         try:
@@ -188,6 +191,18 @@ class LlamaServer:
     def count_tokens(self, text: str) -> int:
         _, result = self.post("/tokenize", {"content": text})
         return len(result["tokens"])
+
+
+def theirs_without_flash_attention(binary: Path, plan: Plan, workdir: Path) -> list[Turn]:
+    """(A) on a llama-server run as our engine runs on a CPU, without flash attention (its CPU kernel
+    is slower at reading a few tokens over a long cache): how much of our lead is that setting."""
+    turns = []
+    with LlamaServer.running(binary, plan, workdir, flash_attn="off") as server:
+        for run in range(1, plan.runs + 1):
+            text = numbered(f"A without flash attention, run {run}")
+            first = server.chat(chat(DOC_NAME, text, [FIRST]), plan)
+            turns.append(server.chat(chat(DOC_NAME, text, [FIRST, FOLLOW_UP], [first.content]), plan))
+    return turns
 
 
 def theirs_follow_ups(server: LlamaServer, text: str, edited: str, plan: Plan) -> tuple[Turn, Turn]:
@@ -547,6 +562,14 @@ def run(
                 show_runs(scenario)
             question_tokens = server.count_tokens(f"{FIRST}\n\n{CHAT_HINT}")
             show_scenarios(plan, results, question_tokens)
+            plain = theirs_without_flash_attention(binary, plan, Path(tmp))
+            ours = results[0].ttft("ours")
+            show(
+                f"(A) on llama-server without flash attention (-fa off), medians of {len(plain)}: "
+                f"{median([t.ttft_ms for t in plain]):,.0f} ms, {median([t.n_evaluated for t in plain]):.0f} "
+                f"evaluated; ours/that {ours / median([t.ttft_ms for t in plain]):.2f}x. Our engine runs "
+                "without it on a CPU (native/src/api.cpp says why); the goal's llama-server has it."
+            )
         if with_backends:
             show("\nour server on its two backends: the model in its process, and this llama-server")
             show_backends(asyncio.run(backends(server, plan, Path(tmp))))

@@ -35,10 +35,11 @@ class LlamaServer:
         port: int | None = None,
         binary: Path = BINARY,
         threads: int = 2,
+        flash_attn: str = "on",
     ):
         self.model, self.name, self.log, self.options = model, name, log, options
         self.port = port or free_port()
-        self.binary, self.threads = binary, threads
+        self.binary, self.threads, self.flash_attn = binary, threads, flash_attn
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -54,7 +55,7 @@ class LlamaServer:
             raise RuntimeError(f"{self.binary} is missing: `make llama-server` builds it (`make test` does)")
         command = [
             str(self.binary),
-            *("-m", str(self.model), "-a", self.name, "--jinja", "-fa", "on"),
+            *("-m", str(self.model), "-a", self.name, "--jinja", "-fa", self.flash_attn),
             *("-t", str(self.threads), "-tb", str(self.threads)),
             *("--host", "127.0.0.1", "--port", str(self.port)),
             *self.options,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.assistant.tools import ToolRunner, Workspace
-from lsp_server.assistant.verify import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS, Verifier
+from lsp_server.assistant.verify import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS, Verification, Verifier
 from lsp_server.lsp import settings
 
 MODULE = "def add(a, b):\n    return a - b\n"
@@ -202,3 +202,10 @@ async def test_a_look_before_that_still_runs_when_the_request_ends_is_killed(pro
     while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert not Path(f"/proc/{pid}").exists()
+
+
+def test_a_failed_check_says_how_many_edits_it_checked():
+    one = Verification(PYTEST, attempts=1, passed=False)
+    assert one.summary() == f"not verified: `{PYTEST}` failed on the one edit it checked"
+    three = Verification(PYTEST, attempts=3, passed=False)
+    assert three.summary() == f"not verified: `{PYTEST}` failed on all 3 attempts"

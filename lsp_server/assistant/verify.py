@@ -85,6 +85,8 @@ class Verification:
             elif self.passed_before:  # then it may not exercise what a fix changes
                 said += "; it passed before the edit too"
             return said
+        if self.attempts == 1:  # the other candidates, if any, repeated that edit
+            return f"not verified: `{self.command}` failed on the one edit it checked"
         return f"not verified: `{self.command}` failed on all {self.attempts} attempts"
 
 

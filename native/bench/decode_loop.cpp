@@ -4,7 +4,7 @@
 // each token back with a one-token llama_decode, using only llama.h. Decode time is measured the way
 // the engine measures it: from the end of the prompt evaluation to the last sampled token.
 //
-//     llama_lsp_decode_loop MODEL PROMPT_FILE N_PREDICT N_THREADS [N_THREADS_BATCH]
+//     llama_lsp_decode_loop MODEL PROMPT_FILE N_PREDICT N_THREADS [N_THREADS_BATCH [FLASH_ATTN]]
 //
 // Prints {"n_prompt", "n_generated", "decode_s", "tokens"} as JSON on stdout.
 
@@ -30,12 +30,14 @@ static int fail(const char * message) {
 
 int main(int argc, char ** argv) {
     if (argc < 5) {
-        fprintf(stderr, "usage: %s MODEL PROMPT_FILE N_PREDICT N_THREADS [N_THREADS_BATCH]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL PROMPT_FILE N_PREDICT N_THREADS [N_THREADS_BATCH [FLASH_ATTN]]\n", argv[0]);
         return 2;
     }
     const int n_predict = std::stoi(argv[3]);
     const int n_threads = std::stoi(argv[4]);
     const int n_threads_batch = argc > 5 ? std::stoi(argv[5]) : n_threads;
+    // on, off or auto: the engine's own setting (its info's "flash_attn"), so that only the loop differs
+    const std::string flash_attn = argc > 6 ? argv[6] : "auto";
     std::ifstream file(argv[2], std::ios::binary);
     if (!file) return fail("cannot read the prompt file");
     std::stringstream text;
@@ -63,6 +65,9 @@ int main(int argc, char ** argv) {
     cp.n_batch = (uint32_t) n_prompt;
     cp.n_threads = n_threads;
     cp.n_threads_batch = n_threads_batch;
+    cp.flash_attn_type = flash_attn == "on"    ? LLAMA_FLASH_ATTN_TYPE_ENABLED
+                         : flash_attn == "off" ? LLAMA_FLASH_ATTN_TYPE_DISABLED
+                                               : LLAMA_FLASH_ATTN_TYPE_AUTO;
     cp.no_perf = true;
     llama_context * ctx = llama_init_from_model(model, cp);
     if (!ctx) return fail("cannot create the context");
