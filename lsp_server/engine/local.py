@@ -392,7 +392,7 @@ class Engine:
             result = job.run(engine, job)
             with self._lock:
                 if job.preempted and not job.cancelled and self._resumable(result):
-                    # Stopped for a request: it resumes after it, from the chunks it read.
+                    # Stopped for a more urgent job: it resumes after it, from the chunks it read.
                     job.preempted = False
                     job.preemptions += 1
                     self._queues[job.priority].appendleft(job)
