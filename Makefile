@@ -20,7 +20,6 @@ VSIX := $(VSCODE)/llama-lsp.vsix
 VSCODE_MODULES := $(VSCODE)/node_modules/.package-lock.json
 VSCODE_SOURCES := $(VSCODE)/package.json $(VSCODE)/tsconfig.json $(wildcard $(VSCODE)/src/*.ts $(VSCODE)/src/*/*.ts $(VSCODE)/media/*)
 LLAMA_SERVER := build/native/bin/llama-server
-CCACHE := $(shell command -v ccache)
 
 .PHONY: help setup model test-models demo test test-fast test-python test-vscode vsix llama-server bench eval lint format clean
 

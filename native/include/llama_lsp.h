@@ -194,9 +194,9 @@ char * llama_lsp_restore_slots(llama_lsp_engine * engine, const char * directory
 /* Describes the model, the context and the slots: {"version", "model_path", "model_desc", "n_params",
    "model_size", "n_ctx" (all slots), "n_ctx_slot", "n_ctx_train", "n_threads", "n_threads_batch",
    "prefill_chunk", "message_start" (the token that starts a chunk, or -1), "exact_reuse", "flash_attn",
-   "can_reuse" (false for recurrent or hybrid models: every request starts cold), "can_infill" (the vocabulary has FIM tokens), "slots": [{"id", "key", "n_tokens",
-   "last_used", "completion" (the completion slot)}], "n_saved" (slots known on disk, not
-   loaded yet), "fingerprint"}. */
+   "can_reuse" (false for recurrent or hybrid models: every request starts cold), "can_infill" (the
+   vocabulary has FIM tokens), "slots": [{"id", "key", "n_tokens", "last_used", "completion" (the
+   completion slot)}], "n_saved" (slots known on disk, not loaded yet), "fingerprint"}. */
 char * llama_lsp_info(llama_lsp_engine * engine);
 
 /* Drops every slot's cache and key and forgets restorable saved slots (the next request is evaluated
