@@ -21,7 +21,7 @@ VSCODE_MODULES := $(VSCODE)/node_modules/.package-lock.json
 VSCODE_SOURCES := $(VSCODE)/package.json $(VSCODE)/tsconfig.json $(wildcard $(VSCODE)/src/*.ts $(VSCODE)/src/*/*.ts $(VSCODE)/media/*)
 LLAMA_SERVER := build/native/bin/llama-server
 
-.PHONY: help setup model test-models demo test test-fast test-python test-vscode vsix llama-server bench eval lint format clean
+.PHONY: help setup model test-models demo test test-fast test-python test-vscode vsix llama-server bench eval lint format generate clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -94,13 +94,17 @@ eval: setup test-models ## Code-action quality on eval/tasks (default model; slo
 	timeout $(T_EVAL) $(BIN)/python eval/run.py $(EVAL_ARGS)
 
 lint: setup ## ruff and mypy
-	$(BIN)/ruff check lsp_server tests bench eval native/fetch_llama_cpp.py
-	$(BIN)/ruff format --check lsp_server tests bench eval native/fetch_llama_cpp.py
+	$(BIN)/ruff check lsp_server tests bench eval harness native/fetch_llama_cpp.py
+	$(BIN)/ruff format --check lsp_server tests bench eval harness native/fetch_llama_cpp.py
 	$(BIN)/mypy
 
 format: setup ## Apply ruff's fixes and formatting
-	$(BIN)/ruff check --fix lsp_server tests bench eval native/fetch_llama_cpp.py
-	$(BIN)/ruff format lsp_server tests bench eval native/fetch_llama_cpp.py
+	$(BIN)/ruff check --fix lsp_server tests bench eval harness native/fetch_llama_cpp.py
+	$(BIN)/ruff format lsp_server tests bench eval harness native/fetch_llama_cpp.py
+
+# tests/test_settings_declared.py fails until this has run after a change to lsp_server/lsp/settings.py.
+generate: setup ## Write what the settings' declarations generate: package.json, serverSettings.ts, Lua, docs
+	$(BIN)/python -m lsp_server.lsp.settings_docs
 
 clean: ## Remove the venv, build directories and node_modules (keeps downloaded models, sources and tools)
 	rm -rf $(VENV) build $(VSCODE)/node_modules $(VSCODE)/dist $(VSCODE)/out $(VSIX) $(VSCODE)/e2e/node_modules

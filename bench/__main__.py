@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
         if parts & {"versus", "backends", "prefill", "typing"}:
             against_llama_server(versus.Plan(model, runs=args.runs or 5), parts, quick=False)
         return
-    from tests.tiny_model import write_tiny_model  # the test helper; needs the [test] extra (gguf)
+    from harness.tiny_model import write_tiny_model  # needs the [test] extra (gguf)
 
     with tempfile.TemporaryDirectory() as tmp:
         model = write_tiny_model(Path(tmp) / "tiny.gguf", fim=True)  # FIM tokens: `typing` completes

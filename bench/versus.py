@@ -21,7 +21,6 @@ import fnmatch
 import http.client
 import json
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -32,12 +31,12 @@ from typing import Any
 
 from lsprotocol import types
 
-from lsp_server.clients import ask
+from harness import llama_server
+from lsp_server.clients.headless import HeadlessClient
 from lsp_server.engine.local import EngineConfig
 from lsp_server.engine.native import NativeEngine
 from lsp_server.lsp import protocol
 from lsp_server.lsp.chat import CHAT_HINT
-from tests import llama_server
 
 from .parts import median, show
 from .workload import FOLLOW_UP, QUESTIONS, chat
@@ -100,7 +99,7 @@ def with_line_inserted(text: str, line: int, new: str) -> str:
 
 
 class LlamaServer:
-    """A llama-server process on 127.0.0.1 (tests/llama_server.py starts and stops it), and the requests
+    """A llama-server process on 127.0.0.1 (harness/llama_server.py starts and stops it), and the requests
     a streaming chat client sends it."""
 
     def __init__(self, port: int):
@@ -220,28 +219,22 @@ def theirs_follow_ups(server: LlamaServer, text: str, edited: str, plan: Plan) -
 class Ours:
     """Our server as a subprocess, and what an editor sends it about one open file."""
 
-    def __init__(self, client: ask.HeadlessClient, drain: asyncio.Task[None], uri: str):
-        self.client, self.drain, self.uri = client, drain, uri
+    def __init__(self, client: HeadlessClient, uri: str):
+        self.client, self.uri = client, uri
         self.version = 0
 
     @classmethod
     async def start(cls, workspace: Path, options: dict[str, Any]) -> Ours:
-        client = ask.make_client(verbose=False)
-        await client.start_io(sys.executable, "-m", "lsp_server", "--stdio")
-        drain = asyncio.create_task(ask.forward_stderr(client, verbose=False))
-        await client.initialize_async(ask.initialize_params(workspace, options))
-        client.initialized(types.InitializedParams())
-        while (status := await client.status.get())["state"] not in (protocol.READY, protocol.ERROR):
-            pass
+        client = HeadlessClient()
+        await client.start()
+        await client.initialize_session(workspace, options)
+        status = await client.wait_until_loaded()
         if status["state"] == protocol.ERROR:
             raise SystemExit(f"bench: our server did not load the model: {status.get('message')}")
-        return cls(client, drain, (workspace / DOC_NAME).as_uri())
+        return cls(client, (workspace / DOC_NAME).as_uri())
 
     async def stop(self) -> None:
-        await asyncio.wait_for(self.client.shutdown_async(None), 120)  # saves slot state
-        self.client.exit(None)
-        await self.client.stop()
-        self.drain.cancel()
+        await self.client.shutdown_session(timeout_s=120)  # saves slot state
 
     def open(self, text: str) -> None:
         self.version += 1

@@ -38,13 +38,8 @@ from pygls.uris import to_fs_path
 
 from lsp_server.assistant.edits import unified_diff
 from lsp_server.assistant.rewrite import python_code_changed
-from lsp_server.clients.ask import (
-    HeadlessClient,
-    apply_workspace_edit,
-    forward_stderr,
-    initialize_params,
-    make_client,
-)
+from lsp_server.clients.ask import apply_workspace_edit
+from lsp_server.clients.headless import HeadlessClient
 from lsp_server.engine import models
 from lsp_server.lsp import lsp_json, protocol
 
@@ -118,17 +113,15 @@ async def run_action(
     task: Task, workdir: Path, model: str, threads: int, verify: bool
 ) -> tuple[dict[str, Any], dict]:
     """Starts a server in workdir, resolves the task's code action; returns (resolved action, stats)."""
-    client: HeadlessClient = make_client(verbose=False)
-    await client.start_io(sys.executable, "-m", "lsp_server", "--stdio", "--log-level", "warning")
-    drain = asyncio.create_task(forward_stderr(client, verbose=False))
+    client = HeadlessClient()
+    await client.start("--log-level", "warning")
     path = workdir / task.file
     text = path.read_text(encoding="utf-8")
     options = {"model": model, "threads": threads, "cacheDir": str(workdir.parent / "cache")}
     if verify:
         options["verifyCommand"] = verify_command(task)
     try:
-        await client.initialize_async(initialize_params(workdir, options))
-        client.initialized(types.InitializedParams())
+        await client.initialize_session(workdir, options)
         uri = path.as_uri()
         client.text_document_did_open(
             types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
@@ -155,13 +148,7 @@ async def run_action(
         stats = await client.request(protocol.STATS, None)
         return dict(lsp_json.to_json(resolved)), stats
     finally:
-        try:
-            await asyncio.wait_for(client.shutdown_async(None), 30)
-            client.exit(None)
-        except Exception:  # the server is going away either way
-            pass
-        await client.stop()
-        drain.cancel()
+        await client.close()
 
 
 def pytest(workdir: Path, *arguments: str) -> subprocess.CompletedProcess[str]:

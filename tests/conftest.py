@@ -2,7 +2,7 @@
 the backends a server runs on.
 
 A test marked `@pytest.mark.backends("local", "remote")` runs once per backend: on the model in the
-server's own process, and on a real llama-server (tests/llama_server.py) serving the same model, with
+server's own process, and on a real llama-server (harness/llama_server.py) serving the same model, with
 the same assertions. Every other test runs on the local backend only.
 """
 
@@ -16,12 +16,12 @@ import pytest
 import pytest_asyncio
 from pytest_lsp import ClientServerConfig
 
+from harness.llama_server import LlamaServer
+from harness.tiny_model import write_tiny_model
 from lsp_server.engine import models, native
 from lsp_server.lsp import protocol
 
-from .llama_server import LlamaServer
 from .lsp_client import SERVER_COMMAND, AssistantClient, initialize_params, make_client
-from .tiny_model import write_tiny_model
 
 TEST_MODEL = models.TEST_MODEL
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,9 +13,9 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 
+from lsp_server.assistant.actions import BLOCK_ATTEMPTS
 from lsp_server.clients.ask import apply_workspace_edit
 from lsp_server.lsp import lsp_json, protocol
-from lsp_server.lsp.code_actions import BLOCK_ATTEMPTS
 
 from .lsp_client import SERVER_COMMAND, AssistantClient, initialize_params, make_client, open_document
 

@@ -18,11 +18,11 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.workspace import TextDocument, Workspace
 
+from lsp_server.assistant.sandbox import Sandbox
 from lsp_server.assistant.tools import ToolRunner
-from lsp_server.assistant.tools import Workspace as ToolWorkspace
 from lsp_server.lsp import documents, protocol
 from lsp_server.lsp.server import create_server
-from lsp_server.lsp.text_document import LspTextDocument, LspWorkspace, split_lines
+from lsp_server.lsp.text_document import LspDocuments, LspTextDocument, split_lines
 
 from .lsp_client import SERVER_COMMAND, AssistantClient, initialize_params, make_client
 
@@ -41,10 +41,10 @@ VSCODE_DRIVE_URI = "file:///c%3A/Users/me/project/main.py"
 NOT_LINE_ENDINGS = ["\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
 
 
-def new_workspace(root: Path | None = None, encoding: str = types.PositionEncodingKind.Utf16) -> LspWorkspace:
+def new_workspace(root: Path | None = None, encoding: str = types.PositionEncodingKind.Utf16) -> LspDocuments:
     """The workspace as the server has it after `initialize`: pygls's, replaced by ours."""
     folders = [types.WorkspaceFolder(uri=root.as_uri(), name=root.name)] if root else None
-    return LspWorkspace.replacing(
+    return LspDocuments.replacing(
         Workspace(root.as_uri() if root else None, workspace_folders=folders, position_encoding=encoding)
     )
 
@@ -69,7 +69,7 @@ def change(workspace: Workspace, uri: str, start: tuple[int, int], end: tuple[in
 
 
 def tool_runner(workspace: Workspace, roots: list[Path]) -> ToolRunner:
-    return ToolRunner(ToolWorkspace(roots, open_text=lambda path: documents.open_text(workspace, path)))
+    return ToolRunner(Sandbox(roots, open_text=lambda path: documents.open_text(workspace, path)))
 
 
 # ---- a reference editor: the specification read literally, on UTF-16 code units ---------------------
@@ -197,7 +197,7 @@ def test_an_edit_to_an_open_document_names_it_by_the_uri_the_client_sent(tmp_pat
         "edit", {"path": "my dir/café +#%.py", "old_text": "return 1", "new_text": "return 2"}
     ).text
     assert result.startswith("Proposed"), result
-    edit = documents.workspace_edit(workspace, runner)
+    edit = documents.workspace_edit(workspace, runner.proposals)
     assert edit is not None
     (file_change,) = edit.document_changes or []
     assert isinstance(file_change, types.TextDocumentEdit)
@@ -219,19 +219,19 @@ def test_without_a_folder_the_tools_work_in_the_folder_of_the_document(tmp_path:
     assert documents.workspace_roots(workspace) == []
     roots = documents.workspace_roots(workspace, path.as_uri())
     assert roots == [tmp_path]
-    tools = ToolWorkspace(roots)
-    assert tools.display(path) == "alone.py" and tools.resolve("alone.py") == path
+    sandbox = Sandbox(roots)
+    assert sandbox.display(path) == "alone.py" and sandbox.resolve("alone.py") == path
     runner = tool_runner(workspace, roots)
     assert runner.run("read_file", {"path": "alone.py"}).text.startswith("alone.py (lines 1-2 of 2)")
     assert runner.run(
         "edit", {"path": "alone.py", "old_text": "return 1", "new_text": "return 2"}
     ).text.startswith("Proposed")
-    edit = documents.workspace_edit(workspace, runner)
+    edit = documents.workspace_edit(workspace, runner.proposals)
     assert edit is not None and apply_as_editor(path.read_text(), edit) == "def f():\n    return 2\n"
 
 
 def test_with_no_folder_and_no_document_the_tools_say_no_folder_is_open():
-    runner = ToolRunner(ToolWorkspace([]))
+    runner = ToolRunner(Sandbox([]))
     for tool, arguments in [
         ("read_file", {"path": "x.py"}),
         ("create_file", {"path": "x.py", "content": ""}),
@@ -239,7 +239,7 @@ def test_with_no_folder_and_no_document_the_tools_say_no_folder_is_open():
         result = runner.run(tool, arguments).text
         assert result.startswith("Error:") and "no folder is open" in result, result
     assert runner.run("list_files", {}).text == "The workspace has no files."
-    assert runner.edits == []
+    assert runner.proposals.edits == []
 
 
 def test_the_shown_path_of_a_file_resolves_back_to_it_in_every_folder(tmp_path: Path):
@@ -249,33 +249,33 @@ def test_the_shown_path_of_a_file_resolves_back_to_it_in_every_folder(tmp_path: 
     for folder in (first, second):
         (folder / "pkg").mkdir(parents=True)
         (folder / "pkg" / "mod.py").write_text("x = 1\n")
-    tools = ToolWorkspace([first, second])
+    sandbox = Sandbox([first, second])
     for path in (first / "pkg" / "mod.py", second / "pkg" / "mod.py"):
-        assert tools.resolve(tools.display(path)) == path
+        assert sandbox.resolve(sandbox.display(path)) == path
     # With several folders, a path starts with its folder's name.
-    assert tools.display(second / "pkg" / "mod.py") == "second/pkg/mod.py"
-    assert tools.display(first / "pkg" / "mod.py") == "first/pkg/mod.py"
+    assert sandbox.display(second / "pkg" / "mod.py") == "second/pkg/mod.py"
+    assert sandbox.display(first / "pkg" / "mod.py") == "first/pkg/mod.py"
     # A model that leaves the folder's name out still names the file that exists.
     (second / "only.py").write_text("y = 2\n")
-    assert tools.resolve("only.py") == second / "only.py"
+    assert sandbox.resolve("only.py") == second / "only.py"
 
 
 def test_two_folders_of_one_name_are_told_apart(tmp_path: Path):
     first, second = tmp_path / "a" / "app", tmp_path / "b" / "app"
     for folder in (first, second):
         folder.mkdir(parents=True)
-    tools = ToolWorkspace([first, second])
-    assert tools.display(second / "x.py") == "app-2/x.py"
-    assert tools.resolve("app-2/x.py") == second / "x.py" and tools.resolve("app/x.py") == first / "x.py"
+    sandbox = Sandbox([first, second])
+    assert sandbox.display(second / "x.py") == "app-2/x.py"
+    assert sandbox.resolve("app-2/x.py") == second / "x.py" and sandbox.resolve("app/x.py") == first / "x.py"
 
 
 def test_a_document_outside_every_folder_is_shown_absolute_and_editable_in_place(tmp_path: Path):
     folder, outside = tmp_path / "project", tmp_path / "notes.py"
     folder.mkdir()
     outside.write_text("a = 1\n")
-    tools = ToolWorkspace([folder], documents=[outside])
-    assert tools.display(outside) == outside.as_posix() and tools.resolve(outside.as_posix()) == outside
-    runner = ToolRunner(tools)
+    sandbox = Sandbox([folder], documents=[outside])
+    assert sandbox.display(outside) == outside.as_posix() and sandbox.resolve(outside.as_posix()) == outside
+    runner = ToolRunner(sandbox)
     edited = runner.run("edit", {"path": outside.as_posix(), "old_text": "a = 1", "new_text": "a = 2"})
     assert edited.proposed, edited.text
     # Only that file: its neighbours stay outside.
@@ -292,7 +292,7 @@ def test_initialize_gives_the_server_the_lsp_document_model_and_keeps_the_folder
     steps = server.protocol.lsp_initialize(params)  # pygls's own initialize, then our handler
     handler, arguments, _ = next(steps)
     handler(*arguments)
-    assert isinstance(server.workspace, LspWorkspace)
+    assert isinstance(server.workspace, LspDocuments)
     assert documents.workspace_roots(server.workspace) == [tmp_path]
     assert server.workspace.position_encoding == types.PositionEncodingKind.Utf8
     server.workspace.put_text_document(
@@ -300,7 +300,7 @@ def test_initialize_gives_the_server_the_lsp_document_model_and_keeps_the_folder
     )
     assert isinstance(documents.get_document(server.workspace, "file:///t/a.py"), LspTextDocument)
     with pytest.raises(ValueError):
-        LspWorkspace.replacing(server.workspace)  # too late once documents are open
+        LspDocuments.replacing(server.workspace)  # too late once documents are open
 
 
 # ---- 3. lines and positions as LSP counts them -------------------------------------------------------
@@ -337,7 +337,7 @@ def test_an_edit_after_a_form_feed_lands_on_the_editors_line(tmp_path: Path):
     assert runner.run("edit", {"path": "ff.py", "old_text": "b = 2", "new_text": "b = 3"}).text.startswith(
         "Proposed"
     )
-    edit = documents.workspace_edit(workspace, runner)
+    edit = documents.workspace_edit(workspace, runner.proposals)
     assert edit is not None
     (file_change,) = edit.document_changes or []
     assert isinstance(file_change, types.TextDocumentEdit)
@@ -429,9 +429,9 @@ def test_an_edit_to_a_crlf_document_with_emoji_applies_in_the_editor(tmp_path: P
     assert runner.run("edit", {"path": "e.py", "old_text": "u = 2", "new_text": "u = '😋'"}).text.startswith(
         "Proposed"
     )
-    edit = documents.workspace_edit(workspace, runner)
+    edit = documents.workspace_edit(workspace, runner.proposals)
     assert edit is not None
-    assert apply_as_editor(text, edit) == runner.text_after_edits(tmp_path / "e.py")
+    assert apply_as_editor(text, edit) == runner.proposals.text_after_edits(tmp_path / "e.py")
 
 
 PIECES = ["a", "b", " ", "\n", "\r", "\r\n", "\x0c", "\x0b", "\x85", "\u2028", "é", "😋"]

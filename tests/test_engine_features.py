@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lsp_server.assistant import prompts
-from lsp_server.assistant.tools import TOOL_SCHEMAS
+from lsp_server.assistant.tool_schemas import TOOL_SCHEMAS
 from lsp_server.engine import native
 
 from .conftest import open_engine

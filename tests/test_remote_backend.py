@@ -25,10 +25,10 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig
 
+from harness.llama_server import LlamaServer, free_port
 from lsp_server.engine import RemoteConfig
 from lsp_server.lsp import protocol, settings
 
-from .llama_server import LlamaServer, free_port
 from .lsp_client import SERVER_COMMAND, AssistantClient, initialize_params, make_client, open_document
 
 in_module_loop = pytest.mark.asyncio(loop_scope="module")

@@ -21,15 +21,12 @@ from typing import Any
 import pytest
 from pygls.lsp.server import LanguageServer
 
-from lsp_server.lsp import rpc
-from lsp_server.lsp.rpc import (
+from lsp_server.lsp import rpc_envelope, rpc_protocol
+from lsp_server.lsp.rpc_envelope import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
     REQUEST_CANCELLED,
-    Frame,
-    FrameError,
-    FrameParser,
     Notification,
     Rejection,
     Request,
@@ -37,6 +34,7 @@ from lsp_server.lsp.rpc import (
     check_batch,
     check_envelope,
 )
+from lsp_server.lsp.rpc_framing import Frame, FrameError, FrameParser
 
 from .lsp_client import SERVER_COMMAND
 
@@ -212,8 +210,10 @@ def test_envelope_rejects_what_cannot_be_served_with_the_right_code_and_id():
 
 
 def test_envelope_tells_lsp_notifications_from_requests():
-    assert "textDocument/didOpen" in rpc.LSP_NOTIFICATIONS and "exit" in rpc.LSP_NOTIFICATIONS
-    assert "shutdown" in rpc.LSP_REQUESTS and "textDocument/codeAction" in rpc.LSP_REQUESTS
+    assert (
+        "textDocument/didOpen" in rpc_envelope.LSP_NOTIFICATIONS and "exit" in rpc_envelope.LSP_NOTIFICATIONS
+    )
+    assert "shutdown" in rpc_envelope.LSP_REQUESTS and "textDocument/codeAction" in rpc_envelope.LSP_REQUESTS
     assert rejection({"jsonrpc": "2.0", "id": 9, "method": "textDocument/didOpen"}) == (
         9,
         INVALID_REQUEST,
@@ -264,7 +264,7 @@ class CapturingWriter:
 
 def run_command_in_process(command: Callable[..., Any]) -> list[Any]:
     """Runs workspace/executeCommand (a generator-run builtin of pygls) on a HardenedProtocol."""
-    server = LanguageServer("test", "0", protocol_cls=rpc.HardenedProtocol)
+    server = LanguageServer("test", "0", protocol_cls=rpc_protocol.HardenedProtocol)
     writer = CapturingWriter()
     server.protocol.set_writer(writer)
     server.command("test.command")(command)

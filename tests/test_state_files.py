@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
+from harness.tiny_model import vocabulary
 from lsp_server.engine import native
 
 from .conftest import open_engine
-from .tiny_model import vocabulary
 
 PROMPT = "def save(state): return write(state) " * 4
 FOLLOW_UP = PROMPT + " more"

@@ -9,15 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.assistant.tools import (
-    SEARCH_TIME_BUDGET_S,
-    TOOL_NAMES,
-    Diagnostic,
-    ProposedEdit,
-    ToolError,
-    ToolRunner,
-    Workspace,
-)
+from lsp_server.assistant.proposals import ProposedEdit
+from lsp_server.assistant.sandbox import Diagnostic, Sandbox, ToolError
+from lsp_server.assistant.tool_schemas import TOOL_NAMES, TOOL_SCHEMAS, schemas_for
+from lsp_server.assistant.tools import SEARCH_TIME_BUDGET_S, ToolRunner
 
 
 @pytest.fixture
@@ -31,7 +26,7 @@ def root(tmp_path: Path) -> Path:
 
 
 def runner_for(*roots: Path, **callbacks: object) -> ToolRunner:
-    return ToolRunner(Workspace(list(roots), **callbacks))  # type: ignore[arg-type]
+    return ToolRunner(Sandbox(list(roots), **callbacks))  # type: ignore[arg-type]
 
 
 def snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
@@ -178,13 +173,13 @@ def test_huge_files_are_refused(root: Path):
     assert runner.run("search", {"pattern": "needle"}).text == "No matches for 'needle'."
 
 
-def test_workspace_resolve_raises_tool_error_for_escapes(root: Path):
-    workspace = Workspace([root])
-    assert workspace.resolve("src/app.py") == root / "src" / "app.py"
+def test_sandbox_resolve_raises_tool_error_for_escapes(root: Path):
+    sandbox = Sandbox([root])
+    assert sandbox.resolve("src/app.py") == root / "src" / "app.py"
     with pytest.raises(ToolError):
-        workspace.resolve("../x")
+        sandbox.resolve("../x")
     with pytest.raises(ToolError):
-        workspace.resolve("")
+        sandbox.resolve("")
 
 
 def test_with_two_folders_paths_start_with_the_folder_name_and_read_back(root: Path, tmp_path: Path):
@@ -357,8 +352,8 @@ def test_edit_is_proposed_not_written(root: Path):
     runner = runner_for(root)
     result = runner.run("edit", {"path": "src/util.py", "old_text": "x + 1", "new_text": "x + 2"}).text
     assert "Proposed an edit to src/util.py at line 2" in result and "review" in result
-    assert runner.edits == [ProposedEdit(root / "src" / "util.py", "x + 1", "x + 2")]
-    assert runner.edits[0].kind == "replace"
+    assert runner.proposals.edits == [ProposedEdit(root / "src" / "util.py", "x + 1", "x + 2")]
+    assert runner.proposals.edits[0].kind == "replace"
     assert snapshot(root) == before
 
 
@@ -374,10 +369,10 @@ def test_chained_edits_on_one_file_see_the_earlier_ones(root: Path):
         "Proposed"
         in runner.run("edit", {"path": "src/util.py", "old_text": "x + 2", "new_text": "x * 3"}).text
     )
-    assert runner.text_after_edits(util) == "def helper(x):\n    return x * 3\n"
+    assert runner.proposals.text_after_edits(util) == "def helper(x):\n    return x * 3\n"
     assert "x * 3" in runner.run("read_file", {"path": "src/util.py"}).text
     assert runner.run("search", {"pattern": "x \\* 3"}).text == "src/util.py:2: return x * 3"
-    assert [edit.new_text for edit in runner.edits] == ["x + 2", "x * 3"]
+    assert [edit.new_text for edit in runner.proposals.edits] == ["x + 2", "x * 3"]
     assert util.read_text() == "def helper(x):\n    return x + 1\n"
 
 
@@ -392,15 +387,15 @@ def test_an_edit_that_does_not_apply_is_an_error_and_records_nothing(root: Path)
     assert empty.startswith("Error: old_text is empty")
     same = runner.run("edit", {"path": "dup.py", "old_text": "x = 1\nx", "new_text": "x = 1\nx"}).text
     assert same.startswith("Error:")
-    assert runner.edits == []
-    assert runner.text_after_edits(root / "dup.py") == "x = 1\nx = 1\n"
+    assert runner.proposals.edits == []
+    assert runner.proposals.text_after_edits(root / "dup.py") == "x = 1\nx = 1\n"
 
 
 def test_an_edit_to_a_missing_or_outside_file_is_an_error(root: Path):
     runner = runner_for(root)
     assert "does not exist" in runner.run("edit", {"path": "nope.py", "old_text": "a", "new_text": "b"}).text
     assert "outside" in runner.run("edit", {"path": "../x.py", "old_text": "a", "new_text": "b"}).text
-    assert runner.edits == []
+    assert runner.proposals.edits == []
 
 
 def test_create_file_is_proposed_not_written_and_can_be_read_and_edited(root: Path):
@@ -409,8 +404,8 @@ def test_create_file_is_proposed_not_written_and_can_be_read_and_edited(root: Pa
     result = runner.run("create_file", {"path": "src/new/mod.py", "content": "A = 1\nB = 2\n"}).text
     assert "Proposed creating src/new/mod.py (2 lines)" in result
     new = root / "src" / "new" / "mod.py"
-    assert runner.edits == [ProposedEdit(new, None, "A = 1\nB = 2\n")]
-    assert runner.edits[0].kind == "create"
+    assert runner.proposals.edits == [ProposedEdit(new, None, "A = 1\nB = 2\n")]
+    assert runner.proposals.edits[0].kind == "create"
     assert runner.run("read_file", {"path": "src/new/mod.py"}).text.startswith(
         "src/new/mod.py (lines 1-2 of 2):"
     )
@@ -419,7 +414,7 @@ def test_create_file_is_proposed_not_written_and_can_be_read_and_edited(root: Pa
         "Proposed"
         in runner.run("edit", {"path": "src/new/mod.py", "old_text": "B = 2", "new_text": "B = 3"}).text
     )
-    assert runner.text_after_edits(new) == "A = 1\nB = 3\n"
+    assert runner.proposals.text_after_edits(new) == "A = 1\nB = 3\n"
     assert not (root / "src" / "new").exists()
     assert snapshot(root) == before
 
@@ -432,7 +427,7 @@ def test_create_file_refuses_an_existing_or_already_proposed_path(root: Path):
     assert "Proposed" in runner.run("create_file", {"path": "new.py", "content": "x"}).text
     assert "already proposed" in runner.run("create_file", {"path": "new.py", "content": "y"}).text
     assert "is a file" in runner.run("create_file", {"path": "README.md/x.py", "content": "y"}).text
-    assert [edit.path.name for edit in runner.edits] == ["new.py"]
+    assert [edit.path.name for edit in runner.proposals.edits] == ["new.py"]
 
 
 def test_nothing_is_ever_written_to_disk(root: Path):
@@ -443,7 +438,7 @@ def test_nothing_is_ever_written_to_disk(root: Path):
     runner.run("read_file", {"path": "src/app.py"})
     runner.run("list_files", {})
     runner.run("search", {"pattern": "bye"})
-    assert len(runner.edits) == 2
+    assert len(runner.proposals.edits) == 2
     assert snapshot(root) == before
     assert sorted(os.listdir(root)) == ["README.md", "src"]
 
@@ -473,32 +468,31 @@ def test_model_mistakes_come_back_as_errors(root: Path, name: str, arguments: ob
     result = runner.run(name, arguments).text
     assert result.startswith("Error: ")
     assert expected in result
-    assert runner.edits == []
+    assert runner.proposals.edits == []
 
 
-def test_schemas_declare_all_six_tools_in_a_fixed_order(root: Path):
-    runner = runner_for(root)
-    names = [schema["function"]["name"] for schema in runner.schemas]
+def test_schemas_declare_all_six_tools_in_a_fixed_order():
+    names = [schema["function"]["name"] for schema in TOOL_SCHEMAS]
     assert (
         names == TOOL_NAMES == ["read_file", "list_files", "search", "get_diagnostics", "edit", "create_file"]
     )
-    for schema in runner.schemas:
+    for schema in TOOL_SCHEMAS:
         assert schema["type"] == "function"
         parameters = schema["function"]["parameters"]
         assert set(parameters["required"]) <= set(parameters["properties"])
-    assert [s["function"]["name"] for s in runner.schemas_for(["edit", "read_file"])] == ["read_file", "edit"]
+    assert [s["function"]["name"] for s in schemas_for(["edit", "read_file"])] == ["read_file", "edit"]
     with pytest.raises(ValueError):
-        runner.schemas_for(["nope"])
+        schemas_for(["nope"])
 
 
 def test_a_python_edit_that_breaks_the_syntax_is_refused(root: Path):
     (root / "ok.py").write_text("def f():\n    return 1\n")
-    runner = ToolRunner(Workspace([root]))
+    runner = ToolRunner(Sandbox([root]))
     result = runner.run(
         "edit", {"path": "ok.py", "old_text": "    return 1", "new_text": "      return 1\n  x"}
     ).text
     assert result.startswith("Error:") and "would not parse" in result
-    assert runner.edits == []
+    assert runner.proposals.edits == []
     assert runner.run(
         "edit", {"path": "ok.py", "old_text": "return 1", "new_text": "return 2"}
     ).text.startswith("Proposed")

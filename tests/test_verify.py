@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.assistant.tools import ToolRunner, Workspace
+from lsp_server.assistant.sandbox import Sandbox
+from lsp_server.assistant.tools import ToolRunner
 from lsp_server.assistant.verify import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS, Verification, Verifier
 from lsp_server.lsp import settings
 
@@ -30,20 +31,20 @@ def project(tmp_path: Path) -> Path:
 
 
 def proposed(project: Path, text: str) -> ToolRunner:
-    runner = ToolRunner(Workspace([project]))
-    assert runner.propose_text(project / "calc.py", text) is None
+    runner = ToolRunner(Sandbox([project]))
+    assert runner.proposals.propose_text(project / "calc.py", text) is None
     return runner
 
 
 def verifier(project: Path, command: str, timeout_s: float = 30, attempts: int = 3) -> Verifier:
-    return Verifier(command, timeout_s, attempts, Workspace([project]))
+    return Verifier(command, timeout_s, attempts, Sandbox([project]))
 
 
 async def test_a_passing_check_keeps_the_edit_and_says_verified(project: Path):
     check = verifier(project, "python3 -c 'import calc; assert calc.add(2, 3) == 5'")
     runner = proposed(project, MODULE.replace("a - b", "a + b"))
     assert await check.check_latest(runner) is None
-    assert len(runner.edits) == 1
+    assert len(runner.proposals.edits) == 1
     result = check.verification.to_json()
     assert result["passed"] is True and result["attempts"] == 1
     assert result["summary"].startswith("verified:")
@@ -54,23 +55,23 @@ async def test_a_failed_check_withdraws_the_edit_and_tells_the_model_why(project
     runner = proposed(project, MODULE.replace("a - b", "a * b"))
     problem = await check.check_latest(runner)
     assert problem is not None and "add is wrong" in problem and "[exit status 1]" in problem
-    assert runner.edits == [] and runner.changed_texts() == {}
+    assert runner.proposals.edits == [] and runner.proposals.changed_texts() == {}
     # A later candidate passes: it is the one kept.
-    assert runner.propose_text(project / "calc.py", MODULE.replace("a - b", "a + b")) is None
+    assert runner.proposals.propose_text(project / "calc.py", MODULE.replace("a - b", "a + b")) is None
     assert await check.check_latest(runner) is None
-    assert runner.text_after_edits(project / "calc.py") == MODULE.replace("a - b", "a + b")
+    assert runner.proposals.text_after_edits(project / "calc.py") == MODULE.replace("a - b", "a + b")
     assert check.verification.attempts == 2 and check.verification.passed is True
 
 
 async def test_when_no_candidate_passes_the_first_comes_back_marked_failed(project: Path):
     check = verifier(project, "exit 3", attempts=2)
-    runner = ToolRunner(Workspace([project]))
+    runner = ToolRunner(Sandbox([project]))
     for body in ("a * b", "b - a"):
-        assert runner.propose_text(project / "calc.py", MODULE.replace("a - b", body)) is None
+        assert runner.proposals.propose_text(project / "calc.py", MODULE.replace("a - b", body)) is None
         assert await check.check_latest(runner) is not None
-    assert check.exhausted and runner.edits == []
+    assert check.exhausted and runner.proposals.edits == []
     check.settle(runner)
-    assert runner.text_after_edits(project / "calc.py") == MODULE.replace("a - b", "a * b")
+    assert runner.proposals.text_after_edits(project / "calc.py") == MODULE.replace("a - b", "a * b")
     result = check.verification.to_json()
     assert result["passed"] is False and result["attempts"] == 2
     assert "[exit status 3]" in result["output"]
@@ -141,10 +142,10 @@ async def test_a_file_outside_every_folder_is_checked_alone(project: Path, tmp_p
     outside = tmp_path / "notes.py"
     outside.write_text("x = 1\n")
     (tmp_path / "neighbour.txt").write_text("not copied")
-    workspace = Workspace([project], documents=[outside])
-    runner = ToolRunner(workspace)
-    assert runner.propose_text(outside, "x = 2\n") is None
-    check = Verifier("ls; false", 30, 3, workspace)
+    sandbox = Sandbox([project], documents=[outside])
+    runner = ToolRunner(sandbox)
+    assert runner.proposals.propose_text(outside, "x = 2\n") is None
+    check = Verifier("ls; false", 30, 3, sandbox)
     await check.check_latest(runner)
     assert check.verification.output.split("\n[exit")[0].split() == ["notes.py"]
 
@@ -171,7 +172,7 @@ async def test_an_edit_that_is_not_a_fix_is_not_checked_by_a_command_that_alread
     check.look_before(project / "calc.py", fixing=False)
     runner = proposed(project, '"""Arithmetic."""\n' + MODULE)
     # The edit stays, unchecked: a failure could not be told from the one that was there before.
-    assert await check.check_latest(runner) is None and len(runner.edits) == 1
+    assert await check.check_latest(runner) is None and len(runner.proposals.edits) == 1
     result = check.verification.to_json()
     assert result["passed"] is None and result["attempts"] == 0 and result["passedBefore"] is False
     assert result["summary"] == f"not verified: `{PYTEST}` fails without the edit too, so it cannot tell"

@@ -20,8 +20,8 @@ from typing import Any
 from ..engine import ChatEngine, ChatRequest, ChatResult, Stats
 from . import prompts
 from .edits import unified_diff
-from .rewrite import code_block
-from .tools import TOOL_NAMES, ToolOutcome, ToolRunner
+from .tool_schemas import TOOL_NAMES, schemas_for
+from .tools import ToolOutcome, ToolRunner
 from .verify import Verifier
 
 RETRY_TEMPERATURE = 0.7
@@ -179,7 +179,7 @@ async def run_turn(
     the same call again; a call identical to one that failed already ends the turn.
     """
     # Every tool is declared on every request, even when unused, so the prompt's prefix never changes.
-    tools = runner.schemas_for(options.tool_names)
+    tools = schemas_for(options.tool_names)
     records: list[ToolCallRecord] = []
     result: TurnResult | None = None
     failed_calls: set[str] = set()
@@ -200,7 +200,7 @@ async def run_turn(
             ),
             on_piece,
         )
-        result = _account(result, answer, records)
+        result = count_answer(result, answer, records)
         if not answer.tool_calls or answer.finish_reason in ("cancelled", "error"):
             result.content = answer.content
             conversation.messages.append({"role": "assistant", "content": answer.content})
@@ -244,125 +244,10 @@ async def run_turn(
     return result
 
 
-def _account(result: TurnResult | None, answer: ChatResult, records: list[ToolCallRecord]) -> TurnResult:
+def count_answer(result: TurnResult | None, answer: ChatResult, records: list[ToolCallRecord]) -> TurnResult:
     """The turn's figures with one more model request counted."""
     if result is None:
         result = TurnResult("", answer.finish_reason, records)
     result.stats.count(answer.stats)
     result.finish_reason = answer.finish_reason
     return result
-
-
-@dataclass(frozen=True)
-class BlockRequest:
-    """A code action answered in the block-rewrite format (lsp_server.rewrite).
-
-    The model reads `message` (the code and what is asked of it) and then `write`, which asks for the
-    block after a sentence or two of analysis where the action needs one (Fix, Refactor): small models
-    write a better block right after saying what is wrong, in the same answer, than in a second answer.
-    """
-
-    message: str
-    write: str  # asks for the whole new block in one fenced code block; repeated after a refusal
-    write_tokens: int = 1024
-    max_attempts: int = 3  # writes of the block, each after the previous one was refused
-    # More to read for the candidates written after a failed check (a Fix: the code its problem names).
-    # Not in the first prompt: with it, the 1.5B model fixed other tasks of the eval than without it,
-    # and each of the two prompts is a candidate of its own.
-    second_look: str = ""
-
-    def prompt(self, second_look: bool = False) -> str:
-        parts = [self.message, self.second_look if second_look else "", self.write]
-        return "\n\n".join(part for part in parts if part)
-
-
-async def run_block_turn(
-    engine: ChatEngine,
-    conversation: Conversation,
-    runner: ToolRunner,
-    request: BlockRequest,
-    propose: Callable[[str], str | None],
-    temperature: float = 0.0,
-    verifier: Verifier | None = None,
-) -> TurnResult:
-    """Writes the block until `propose` accepts it (returns None) and the verifier's check passes, or
-    the attempts run out. The turn's content is what the accepted answer says before its code.
-
-    `propose` gets the code of the answer's fenced block and returns why it cannot be the edit; that
-    goes back to the model, which writes the block again after reading it. A failed check does not:
-    from then on each answer is a fresh candidate, greedy for the prompt with the request's second
-    look, then sampled (seeded per attempt, so the same request still gives the same tokens). On the
-    eval's Fix tasks, retries that read the failed test's output fixed none with the 1.5B model, while
-    fresh candidates passed on some; and the prompt's start stays the cached one, so a candidate
-    decodes little more than its answer. A block already refused is refused again without a check.
-    """
-    # The tools stay declared, unused, so that the prompt's prefix is the same as for every other turn.
-    tools = runner.schemas_for(TOOL_NAMES)
-    result: TurnResult | None = None
-    records: list[ToolCallRecord] = []
-    analysis = ""
-    refused: dict[str, str] = {}  # code -> why
-    # The exchange whose edit comes back when no check passes: the first that failed one.
-    first_failed: list[dict[str, Any]] | None = None
-    conversation.messages.append({"role": "user", "content": request.prompt()})
-    asked = len(conversation.messages) - 1
-    fresh_prompt = True  # greedy for the first answer to each prompt, sampled after
-    for attempt in range(request.max_attempts):
-        answer = await engine.generate(
-            ChatRequest(
-                messages=list(conversation.messages),
-                tools=tools,
-                tool_choice="none",
-                max_tokens=request.write_tokens,
-                temperature=temperature if fresh_prompt else max(temperature, RETRY_TEMPERATURE),
-                seed=attempt,
-                slot=conversation.id,
-            )
-        )
-        fresh_prompt = False
-        result = _account(result, answer, records)
-        if answer.finish_reason in ("cancelled", "error"):
-            conversation.messages.append({"role": "assistant", "content": answer.content})
-            break
-        code = code_block(answer.content)
-        failed_check = False
-        if code is None:
-            problem: str | None = "There is no code block in your answer."
-        elif code in refused:
-            problem = refused[code]
-        else:
-            problem = propose(code)
-            if problem is None and verifier is not None:
-                problem = await verifier.check_latest(runner)
-                failed_check = problem is not None
-        records.append(ToolCallRecord("write_block", {"code": code}, problem or "accepted"))
-        if problem is None:
-            conversation.messages.append({"role": "assistant", "content": answer.content})
-            result.finish_reason = "edit"
-            analysis = _analysis(answer.content)
-            break
-        log.info("block refused: %s", problem[:300])
-        refused.setdefault(code or "", problem)
-        if failed_check and first_failed is None:
-            first_failed = [*conversation.messages[asked:], {"role": "assistant", "content": answer.content}]
-            if request.second_look:
-                conversation.messages[asked:] = [{"role": "user", "content": request.prompt(True)}]
-                fresh_prompt = True
-        if first_failed is not None:
-            # Once a check failed, every later answer is a fresh candidate: for the prompt with the
-            # second look, then for the same prompt again.
-            continue
-        conversation.messages.append({"role": "assistant", "content": answer.content})
-        conversation.messages.append({"role": "user", "content": f"{problem}\n\n{request.write}"})
-    assert result is not None
-    if result.finish_reason != "edit" and first_failed is not None:
-        # No candidate passed: the turn is the answer whose edit comes back, marked failed.
-        conversation.messages[asked:] = first_failed
-        analysis = _analysis(first_failed[-1]["content"])
-    result.content = analysis
-    return result
-
-
-def _analysis(answer: str) -> str:
-    """What an answer says before its code."""
-    return answer.split("```")[0].strip()

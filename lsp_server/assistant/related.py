@@ -3,7 +3,7 @@
 A failing test's report names the test (`test_gradebook.py::test_drop_lowest_scores`) and a type
 checker's names the function called; the message alone rarely says what the code should do, and the
 named code does. A small model does not go and read it with the tools, so a Fix's candidates after a
-failed check are shown it (lsp_server.assistant.conversation.BlockRequest.second_look).
+failed check are shown it (lsp_server.assistant.block_turn.BlockRequest.second_look).
 Python only (the definitions are found with `ast`); plain text in and out, no LSP, no model.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .edits import split_lines
 from .rewrite import DEFINITIONS, definition_lines
-from .tools import ToolError, Workspace
+from .sandbox import Sandbox, ToolError
 
 MAX_DEFINITIONS = 3
 MAX_LINES = 40  # of one definition; a longer one is cut, and says so
@@ -44,7 +44,7 @@ class Definition:
         return f"`{self.shown_path}`, line {self.line}:\n```python\n{self.code}\n```"
 
 
-def named_definitions(problems: Sequence[str], workspace: Workspace, document: Path) -> list[Definition]:
+def named_definitions(problems: Sequence[str], sandbox: Sandbox, document: Path) -> list[Definition]:
     """The functions and classes that `problems` name, defined in Python files of the workspace other
     than `document` (which the model reads whole already): first-named first, files beside the
     document before the others, at most MAX_DEFINITIONS."""
@@ -52,15 +52,15 @@ def named_definitions(problems: Sequence[str], workspace: Workspace, document: P
     if not names:
         return []
     found: dict[str, Definition] = {}
-    for path in _python_files(workspace, document)[:MAX_FILES_READ]:
+    for path in _python_files(sandbox, document)[:MAX_FILES_READ]:
         try:
-            text = workspace.read_text(path)
+            text = sandbox.read_text(path)
         except ToolError:
             continue
         mentioned = {name for name in names if name not in found and _may_define(text, name)}
         if not mentioned:
             continue
-        for name, definition in _definitions(text, mentioned, workspace.display(path)).items():
+        for name, definition in _definitions(text, mentioned, sandbox.display(path)).items():
             found.setdefault(name, definition)
         if all(name in found for name in names[:MAX_DEFINITIONS]):
             break
@@ -74,8 +74,8 @@ def _may_define(text: str, name: str) -> bool:
     return f"def {name}" in text or f"class {name}" in text
 
 
-def _python_files(workspace: Workspace, document: Path) -> list[Path]:
-    files = [path for path in workspace.files() if path.suffix == ".py" and path != document]
+def _python_files(sandbox: Sandbox, document: Path) -> list[Path]:
+    files = [path for path in sandbox.files() if path.suffix == ".py" and path != document]
     return sorted(files, key=lambda path: (path.parent != document.parent, len(path.parts), str(path)))
 
 

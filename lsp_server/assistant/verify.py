@@ -26,7 +26,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .tools import SKIPPED_DIRS, RunnerState, ToolRunner, Workspace
+from .proposals import Checkpoint
+from .sandbox import SKIPPED_DIRS, Sandbox
+from .tools import ToolRunner
 
 log = logging.getLogger("llama_lsp.verify")
 
@@ -57,7 +59,7 @@ class Verification:
     passed: bool | None = None  # None: nothing was checked (no command set, or no edit proposed)
     output: str = ""
     # The first failed candidate (the greedy one) and its check: what comes back when none passes.
-    first_failure: tuple[RunnerState, CheckResult] | None = None
+    first_failure: tuple[Checkpoint, CheckResult] | None = None
     passed_before: bool | None = None  # the command on the code without the edit; None: not run
 
     def to_json(self) -> dict[str, Any]:
@@ -93,11 +95,11 @@ class Verification:
 class Verifier:
     """Runs the check for one request's edits, at most `max_attempts` times."""
 
-    def __init__(self, command: str, timeout_s: float, max_attempts: int, workspace: Workspace) -> None:
+    def __init__(self, command: str, timeout_s: float, max_attempts: int, sandbox: Sandbox) -> None:
         self.command = command
         self.timeout_s = timeout_s
         self.max_attempts = max_attempts
-        self.workspace = workspace
+        self.sandbox = sandbox
         self.verification = Verification(command)
         self._before: asyncio.Future[CheckResult] | None = None
         self._checks_fixes = True
@@ -139,11 +141,11 @@ class Verifier:
         if before is not None and not before.passed and not self._checks_fixes:
             return None  # it failed without the edit: the edit stays, unchecked, and the summary says so
         if self.exhausted:
-            runner.withdraw_latest()
+            runner.proposals.withdraw_latest()
             return "No more checks are left for this request."
         self.verification.attempts += 1
-        state = runner.checkpoint()
-        result = await self._run(runner.changed_texts(), runner.edits[-1].path)
+        state = runner.proposals.checkpoint()
+        result = await self._run(runner.proposals.changed_texts(), runner.proposals.edits[-1].path)
         log.info("check %d: %s in %.1f s", self.verification.attempts, result.passed, result.seconds)
         self.verification.output = result.output
         if result.passed:
@@ -152,7 +154,7 @@ class Verifier:
         self.verification.passed = False
         if self.verification.first_failure is None:
             self.verification.first_failure = (state, result)
-        runner.withdraw_latest()
+        runner.proposals.withdraw_latest()
         return (
             f"That change was checked with `{self.command}`, which failed:\n```\n{result.output}\n```\n"
             "Find what is wrong and write it again."
@@ -161,16 +163,16 @@ class Verifier:
     def settle(self, runner: ToolRunner) -> None:
         """When no edit passed: bring back the first failed candidate (greedy, so the likeliest), marked
         as failed. The user sees it, and why it failed, rather than nothing."""
-        if runner.edits or self.verification.first_failure is None:
+        if runner.proposals.edits or self.verification.first_failure is None:
             return
         state, result = self.verification.first_failure
-        runner.restore(state)
+        runner.proposals.restore(state)
         self.verification.passed = False
         self.verification.output = result.output
 
     async def _run(self, texts: dict[Path, str], edited: Path) -> CheckResult:
         started = time.monotonic()
-        folder = next((r for r in self.workspace.roots if edited.is_relative_to(r)), None)
+        folder = next((r for r in self.sandbox.roots if edited.is_relative_to(r)), None)
         # A file outside every folder is checked alone: its directory may be anything (a home folder).
         root = folder or edited.parent
         # The command may leave read-only files behind: they must not turn a check into an error.

@@ -1,1 +1,2 @@
-"""The clients: the command line (`llama-lsp`) and the headless client behind `llama-lsp ask`."""
+"""The clients: the command line (`llama-lsp`), `llama-lsp ask`, and the headless client behind it that
+eval and bench drive the server with too."""

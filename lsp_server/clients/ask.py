@@ -1,4 +1,4 @@
-"""`llama-lsp ask`: the headless client. It spawns the server and speaks LSP to it, as an editor does.
+"""`llama-lsp ask`: one question to the server, through the headless client (headless.py), as an editor asks.
 
 The question goes through `assistant/chat` and its answer streams to stdout. With --action, the code
 action of that kind is then resolved on the range, and its WorkspaceEdit is printed as a unified diff
@@ -16,54 +16,13 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
-from pygls.lsp.client import LanguageClient
-from pygls.protocol import default_converter
 from pygls.uris import to_fs_path
 
+from ..assistant import actions
 from ..assistant.edits import unified_diff
 from ..lsp import lsp_json, protocol
 from ..lsp.text_document import LspTextDocument, split_lines
-
-
-class HeadlessClient(LanguageClient):
-    def __init__(self, verbose: bool):
-        super().__init__("llama-lsp-ask", "1", converter_factory=default_converter)
-        self.verbose = verbose
-        self.stream: Any = None  # where partial results go
-        self.status: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-
-    async def request(self, method: str, params: Any) -> Any:
-        return protocol.to_plain(await self.protocol.send_request_async(method, params))
-
-
-def make_client(verbose: bool) -> HeadlessClient:
-    client = HeadlessClient(verbose)
-
-    @client.feature(types.PROGRESS)
-    def on_progress(params: types.ProgressParams) -> None:
-        value = protocol.to_plain(params.value)
-        if isinstance(value, dict) and "delta" in value and client.stream is not None:
-            client.stream(value["delta"])
-        elif isinstance(value, dict) and value.get("kind") == "begin":
-            print(f"{value.get('title', '')}...", file=sys.stderr)
-
-    @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
-    def on_progress_create(_params: types.WorkDoneProgressCreateParams) -> None:
-        return None
-
-    @client.feature(types.WINDOW_SHOW_MESSAGE)
-    def on_message(params: types.ShowMessageParams) -> None:
-        print(params.message, file=sys.stderr)
-
-    @client.feature(types.WORKSPACE_CONFIGURATION)
-    def on_configuration(params: types.ConfigurationParams) -> list[Any]:
-        return [None for _ in params.items]
-
-    @client.feature(protocol.STATUS)
-    def on_status(params: Any) -> None:
-        client.status.put_nowait(protocol.to_plain(params))
-
-    return client
+from .headless import HeadlessClient
 
 
 def format_stats(stats: dict[str, Any]) -> str:
@@ -128,20 +87,6 @@ def apply_workspace_edit(edit: dict[str, Any], current: dict[str, str]) -> dict[
     return result
 
 
-def initialize_params(root: Path, options: dict[str, Any]) -> types.InitializeParams:
-    """What the headless client says in `initialize`: one folder, the server's options, and that it
-    shows progress and answers configuration requests but applies no edits itself."""
-    return types.InitializeParams(
-        capabilities=types.ClientCapabilities(
-            window=types.WindowClientCapabilities(work_done_progress=True),
-            workspace=types.WorkspaceClientCapabilities(configuration=True, apply_edit=False),
-        ),
-        root_uri=root.as_uri(),
-        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
-        initialization_options=options,
-    )
-
-
 async def _ask(args: argparse.Namespace) -> int:
     path = Path(args.file).resolve()
     try:
@@ -151,9 +96,8 @@ async def _ask(args: argparse.Namespace) -> int:
         return 1
     lines = parse_lines(args.range, len(split_lines(text)))
     root = Path.cwd() if path.is_relative_to(Path.cwd()) else path.parent
-    client = make_client(args.verbose)
-    await client.start_io(sys.executable, "-m", "lsp_server", "--stdio")
-    drain = asyncio.create_task(forward_stderr(client, args.verbose))
+    client = HeadlessClient(args.verbose)
+    await client.start()
     report: dict[str, Any] = {}
     try:
         options = {"model": args.model, "maxTokens": args.max_tokens, "verifyCommand": args.verify}
@@ -163,10 +107,8 @@ async def _ask(args: argparse.Namespace) -> int:
                 "model": args.backend_model,
                 "apiKeyEnv": args.backend_key_env,
             }
-        await client.initialize_async(initialize_params(root, options))
-        client.initialized(types.InitializedParams())
-        while (status := await client.status.get())["state"] not in (protocol.READY, protocol.ERROR):
-            pass
+        await client.initialize_session(root, options)
+        status = await client.wait_until_loaded()
         if status["state"] == protocol.ERROR:
             return 1  # the server's message has been printed
         uri = path.as_uri()
@@ -180,13 +122,7 @@ async def _ask(args: argparse.Namespace) -> int:
         print(f"llama-lsp: {exc.message}", file=sys.stderr)
         status_code = 1
     finally:
-        try:
-            await asyncio.wait_for(client.shutdown_async(None), 30)
-            client.exit(None)
-        except Exception:  # the server is going away either way
-            pass
-        await client.stop()
-        drain.cancel()
+        await client.close()
     if args.json:
         print(json.dumps(report, indent=2))
     return status_code
@@ -218,7 +154,7 @@ async def _run(
         # The action continues the chat, so that it builds on the answer just given.
         action = await _resolve_action(client, args, uri, text, lines, answer["conversationId"])
         report["action"] = action
-        if args.action == "explain":
+        if actions.BY_NAME[args.action].output is actions.Output.ANSWER:
             if not args.json:
                 print(action["command"]["arguments"][0]["content"])
             return 0
@@ -240,11 +176,11 @@ async def _resolve_action(
 ) -> dict[str, Any]:
     selection = lsp_range(lines, len(split_lines(text)))
     diagnostics = []
-    if args.action == "fix":  # the question describes the problem to fix
+    if actions.BY_NAME[args.action].for_diagnostics:  # the question describes the problem to fix
         diagnostics = [
             {"range": selection, "message": args.question, "severity": 1, "source": "llama-lsp ask"}
         ]
-    actions = await client.text_document_code_action_async(
+    offered = await client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
             range=lsp_json.from_json(selection, types.Range),
@@ -255,7 +191,7 @@ async def _resolve_action(
     )
     chosen = next(
         a
-        for a in actions or []
+        for a in offered or []
         if isinstance(a, types.CodeAction) and (a.data or {}).get("kind") == args.action
     )
     chosen.data = {**(chosen.data or {}), "conversationId": conversation_id}
@@ -288,16 +224,6 @@ def _show_edit(
 def _write(piece: str) -> None:
     sys.stdout.write(piece)
     sys.stdout.flush()
-
-
-async def forward_stderr(client: HeadlessClient, verbose: bool) -> None:
-    """Drains the server's stderr (so it never blocks on a full pipe); shows it with --verbose."""
-    server = client._server
-    if server is None or server.stderr is None:
-        return
-    while line := await server.stderr.readline():
-        if verbose:
-            sys.stderr.write(line.decode("utf-8", "replace"))
 
 
 def run_ask(args: argparse.Namespace) -> int:

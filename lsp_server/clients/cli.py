@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..engine import models
+from ..lsp.protocol import ACTION_KINDS
 
 
 def _model_list(_args: argparse.Namespace) -> int:
@@ -102,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--range", help="lines L1:L2 (1-based, inclusive) the question is about")
     ask.add_argument(
         "--action",
-        choices=["explain", "fix", "document", "refactor", "tests"],
+        choices=ACTION_KINDS,
         help="then run this code action on the range and print its edit as a diff",
     )
     ask.add_argument("--apply", action="store_true", help="write the proposed edit to the files")

@@ -153,26 +153,11 @@ def version() -> str:
 
 
 def text_function(function: str, text: str, **args: Any) -> dict[str, Any]:
-    """Runs one of the engine's pure text functions (llama_lsp_test_text) on text; offsets are bytes."""
+    """Runs one of the engine's pure text functions (llama_lsp_test_text) on text, for the tests;
+    offsets are bytes."""
     data = text.encode()
     raw = _load().llama_lsp_test_text(function.encode(), data, len(data), json.dumps(args).encode())
     return raise_for_error(_take_json(raw))
-
-
-def tool_call_start(text: str, tool_names: list[str]) -> int:
-    """Where a tool call written as JSON (bare, or in a ```json fence) may begin in text, in characters;
-    len(text) when nowhere: the rule by which the engine holds streamed text back."""
-    n_bytes = int(text_function("tool_call_start", text, tool_names=tool_names)["n"])
-    return len(text.encode()[:n_bytes].decode(errors="ignore"))
-
-
-def extract_json_call(text: str, tool_names: list[str]) -> tuple[str, str, str] | None:
-    """The tool call written as JSON in text, as the engine accepts one: (name, arguments as JSON
-    text, the text without the call), or None."""
-    found = text_function("extract_json_call", text, tool_names=tool_names)
-    if not found["found"]:
-        return None
-    return str(found["name"]), str(found["arguments"]), str(found["rest"])
 
 
 PieceCallback = Callable[[str], "bool | None"]
@@ -182,7 +167,7 @@ PieceCallback = Callable[[str], "bool | None"]
 class NativeEngine:
     """An open model and context: a thin, checked wrapper over one llama_lsp_engine handle.
 
-    Not thread-safe, except cancel(): one thread at a time drives it (see engine.Engine).
+    Not thread-safe, except cancel(): one thread at a time drives it (see engine.local.Engine).
     """
 
     def __init__(self, model_path: str | os.PathLike[str], options: dict[str, Any]):

@@ -22,8 +22,8 @@ from typing import Any
 
 import openai
 
-from . import native
 from .api import ChatRequest, ChatResult, EngineError, InfillRequest, RemoteConfig, Stats, ToolCall
+from .tool_calls import extract_json_call, tool_call_start
 
 log = logging.getLogger("llama_lsp.engine.remote")
 
@@ -267,10 +267,10 @@ class _Answer:
 
     def _sendable(self) -> int:
         """How much of the content may be shown: not what may be the start of a tool call written as
-        JSON (the engine's own rule, native.tool_call_start)."""
+        JSON (the local engine's own rule)."""
         if not self._tool_names:
             return len(self.content)
-        return native.tool_call_start(self.content, self._tool_names)
+        return tool_call_start(self.content, self._tool_names)
 
     def _send(self, upto: int) -> None:
         if upto > self._sent:
@@ -285,10 +285,10 @@ class _Answer:
         content = self.content
         if not calls and self._tool_names:
             # A call written in the content (a ```json fence, bare JSON), as the local engine accepts it.
-            found = native.extract_json_call(content, self._tool_names)
+            found = extract_json_call(content, self._tool_names)
             if found is not None:
-                name, arguments, content = found
-                calls = [ToolCall("call_0", name, _arguments(arguments))]
+                calls = [ToolCall("call_0", found.name, found.arguments)]
+                content = found.rest
         if not calls:
             self._send(len(content))  # what was held back in case it began a call
         finish_reason = "tool_calls" if calls else _FINISH_REASONS.get(self._finish_reason, "stop")

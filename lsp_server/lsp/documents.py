@@ -2,11 +2,11 @@
 
 Every lookup of an open document goes through get_document (by URI) or open_document (by path), which
 find it however the client percent-encoded its URI; an edit to an open document names it by the URI the
-client opened it with. Lines and positions are counted as LSP counts them (lsp_server.text_document).
+client opened it with. Lines and positions are counted as LSP counts them (lsp_server.lsp.text_document).
 
-This is where plain edits (lsp_server.tools.ProposedEdit) become LSP types. Each file's edits are
-turned into one TextEdit covering the changed region between the editor's current text and the text
-after every proposed edit, tagged with the version of the document they were computed against.
+This is where plain edits (lsp_server.assistant.proposals.ProposedEdit) become LSP types. Each file's
+edits are turned into one TextEdit covering the changed region between the editor's current text and
+the text after every proposed edit, tagged with the version of the document they were computed against.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 from pygls.workspace import TextDocument, Workspace
 
-from ..assistant.tools import ProposedEdit, ToolRunner
+from ..assistant.proposals import Proposals, ProposedEdit
 from . import protocol
-from .text_document import LspTextDocument, LspWorkspace, uri_to_path
+from .text_document import LspDocuments, LspTextDocument, uri_to_path
 
 
 class StaleDocument(Exception):
@@ -35,8 +35,8 @@ def get_document(workspace: Workspace, uri: str) -> TextDocument | None:
 
 
 def open_document(workspace: Workspace, path: Path) -> TextDocument | None:
-    """The open document of a file, if any (LspWorkspace.document_at)."""
-    if isinstance(workspace, LspWorkspace):
+    """The open document of a file, if any (LspDocuments.document_at)."""
+    if isinstance(workspace, LspDocuments):
         return workspace.document_at(path)
     return next((d for d in workspace.text_documents.values() if uri_to_path(d.uri) == path), None)
 
@@ -84,26 +84,26 @@ def changed_region(before: str, after: str) -> tuple[int, int, str]:
     return start, end_before, after[start:end_after]
 
 
-def workspace_edit(workspace: Workspace, runner: ToolRunner) -> types.WorkspaceEdit | None:
-    """The runner's proposed edits as versioned TextDocumentEdits (and CreateFiles), or None.
+def workspace_edit(workspace: Workspace, proposals: Proposals) -> types.WorkspaceEdit | None:
+    """The proposed edits as versioned TextDocumentEdits (and CreateFiles), or None.
 
     Raises StaleDocument when a file's text is no longer the one its edits were computed against.
     """
     changes: list[types.TextDocumentEdit | types.CreateFile] = []
     seen: set[Path] = set()
-    for proposed in runner.edits:
+    for proposed in proposals.edits:
         if proposed.path in seen:
             continue
         seen.add(proposed.path)
-        changes.extend(_file_changes(workspace, runner, proposed))
+        changes.extend(_file_changes(workspace, proposals, proposed))
     return types.WorkspaceEdit(document_changes=changes) if changes else None
 
 
 def _file_changes(
-    workspace: Workspace, runner: ToolRunner, proposed: ProposedEdit
+    workspace: Workspace, proposals: Proposals, proposed: ProposedEdit
 ) -> list[types.TextDocumentEdit | types.CreateFile]:
     disk_uri = from_fs_path(str(proposed.path)) or proposed.path.as_uri()
-    after = runner.text_after_edits(proposed.path)
+    after = proposals.text_after_edits(proposed.path)
     if proposed.old_text is None:  # a new file
         return [
             types.CreateFile(
@@ -126,7 +126,7 @@ def _file_changes(
             position_codec=workspace.position_codec,
         )
     before = document.source
-    if before != runner.original_text(proposed.path):
+    if before != proposals.original_text(proposed.path):
         # Diffing the editor's newer text against the edit would undo what the user typed meanwhile.
         raise StaleDocument(f"{proposed.path.name} changed while the edit was being written; run it again")
     start, end, replacement = changed_region(before, after)

@@ -1,6 +1,6 @@
 """LSP types to and from plain JSON, in one place: lsprotocol's own converter.
 
-Our custom methods carry plain JSON (lsp_server.protocol); where one of them holds an LSP type (a
+Our custom methods carry plain JSON (lsp_server.lsp.protocol); where one of them holds an LSP type (a
 WorkspaceEdit in a chat result, a Range in a code action's data), it goes through here.
 """
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..assistant.actions import ACTIONS
+
 CHAT = "assistant/chat"
 STATS = "assistant/stats"
 STATUS = "assistant/status"  # notification, server -> client
@@ -17,7 +19,7 @@ STATUS = "assistant/status"  # notification, server -> client
 COMMAND_CODE_ACTION = "llamaLsp.codeAction"  # args: [{uri, range, kind}]
 COMMAND_SHOW_ANSWER = "llamaLsp.showAnswer"  # args: [{conversationId, title, content}] (client-side)
 
-ACTION_KINDS = ("explain", "fix", "document", "refactor", "tests")
+ACTION_KINDS = tuple(action.name for action in ACTIONS)
 
 # Status notification states
 LOADING, READY, BUSY, ERROR = "loading", "ready", "busy", "error"

@@ -22,10 +22,11 @@ from pygls.protocol import default_converter
 
 from .. import __version__
 from ..engine import ChatEngine, EngineError
-from . import chat, code_actions, documents, protocol, rpc, settings
+from . import chat, code_actions, documents, protocol, settings
 from .completion import InlineCompletion
 from .model_host import ModelHost, ModelUnavailable
-from .text_document import LspWorkspace
+from .rpc_protocol import HardenedProtocol, replace_workspace, shutdown_received
+from .text_document import LspDocuments
 from .turns import TurnService
 from .warming import Warmer
 
@@ -53,7 +54,7 @@ class AssistantServer(LanguageServer):
         super().__init__(
             "llama-lsp",
             __version__,
-            protocol_cls=rpc.HardenedProtocol,
+            protocol_cls=HardenedProtocol,
             converter_factory=_plain_params_converter,
         )
         self.settings = settings.Settings()
@@ -195,7 +196,7 @@ def create_server() -> AssistantServer:
     @server.feature(types.INITIALIZE)
     def on_initialize(ls: AssistantServer, params: types.InitializeParams) -> None:
         # pygls builds its Workspace before this handler, with no hook for the document class it holds.
-        ls.protocol._workspace = LspWorkspace.replacing(ls.workspace)
+        replace_workspace(ls.protocol, LspDocuments.replacing(ls.workspace))
         raw = params.initialization_options
         ls.settings, warnings = settings.merge(ls.settings, raw if isinstance(raw, dict) else None)
         for warning in warnings:
@@ -254,7 +255,7 @@ def create_server() -> AssistantServer:
             # Still in native code (a large model loading): Python's own teardown could crash under it.
             log.warning("the engine did not close within %.0f s; exiting at once", EXIT_CLOSE_TIMEOUT_S)
             logging.shutdown()
-            os._exit(0 if ls.protocol._shutdown else 1)
+            os._exit(0 if shutdown_received(ls.protocol) else 1)
 
     @server.feature(protocol.CHAT)
     @_lsp_errors
@@ -279,9 +280,7 @@ def create_server() -> AssistantServer:
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(
-            code_action_kinds=sorted(set(code_actions.LSP_KINDS.values())), resolve_provider=True
-        ),
+        types.CodeActionOptions(code_action_kinds=code_actions.OFFERED_KINDS, resolve_provider=True),
     )
     def on_code_action(ls: AssistantServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         return code_actions.list_actions(ls.workspace, params)

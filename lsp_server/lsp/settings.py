@@ -1,50 +1,205 @@
-"""The server's settings: from initializationOptions and the `llamaLsp` configuration section.
+"""The server's settings: each declared once, and read from initializationOptions and the `llamaLsp`
+configuration section.
 
-Keys are camelCase on the wire. A bad value falls back to its default with a warning the client sees,
-instead of failing the whole start.
+A setting is a field of `Settings` whose declaration (`setting(...)`) holds its default, bounds, doc text
+and flags; its wire name is the field's name in camelCase. The editors' declarations (VS Code's
+package.json contribution and TypeScript type, the Neovim plugin's annotations and help) and the docs'
+settings tables are generated from these by settings_docs.py (`make generate`), and
+tests/test_settings_declared.py fails when one of them is stale.
+
+A bad value falls back to its default with a warning the client sees, instead of failing the whole start.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..engine import RemoteConfig, models
 
 SECTION = "llamaLsp"
 
+# A setting's kind follows from its field's type: it picks the conversion and each editor's type.
+Kind = Literal["bool", "int", "float", "str", "path", "command", "backend"]
+
+
+@dataclass(frozen=True)
+class _Declared:
+    doc: str
+    bounds: tuple[float, float] | None
+    reloads_model: bool
+    local_only: bool
+    trusted_only: bool
+    restricted: bool
+
+
+def setting(
+    default: Any = dataclasses.MISSING,
+    *,
+    factory: Any = dataclasses.MISSING,
+    doc: str,
+    bounds: tuple[float, float] | None = None,
+    reloads_model: bool = False,
+    local_only: bool = False,
+    trusted_only: bool = False,
+    restricted: bool = False,
+) -> Any:
+    """Declares a field of `Settings` as a setting.
+
+    doc: Markdown; its first paragraph is the summary the tables and annotations show. `#name#` refers
+      to another setting by its wire name (a link in VS Code).
+    bounds: the lowest and highest value of a number, as the warning about a bad one prints them.
+    reloads_model: changing it loads the local model again (`Settings.engine_fields`).
+    local_only: it does nothing with a remote `backend`.
+    trusted_only: it makes the server run a command on the workspace's code, so VS Code never sends it
+      from an untrusted workspace (settings.ts, TRUSTED_ONLY); implies restricted.
+    restricted: VS Code's Restricted Mode ignores its workspace value (restrictedConfigurations).
+    """
+    declared = _Declared(doc, bounds, reloads_model, local_only, trusted_only, restricted or trusted_only)
+    if factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=factory, metadata={"setting": declared})
+    return dataclasses.field(default=default, metadata={"setting": declared})
+
 
 @dataclass(frozen=True)
 class Settings:
-    model: str = models.DEFAULT_MODEL
-    context_size: int = 8192
-    threads: int = 0  # 0: the engine's default for a busy machine
-    slots: int = 4
-    cache_dir: Path = dataclasses.field(default_factory=models.cache_root)
-    max_tool_steps: int = 6
-    temperature: float = 0.0
-    max_tokens: int = 1024
-    # Checking edits (lsp_server.verify): unset by default, since the command runs code the model wrote.
-    verify_command: str | None = None
-    verify_timeout: float = 60.0
-    max_verify_attempts: int = 3
+    model: str = setting(
+        models.DEFAULT_MODEL,
+        doc="Catalogue model name (`llama-lsp model list`) or the path of a GGUF file.",
+        reloads_model=True,
+        local_only=True,
+    )
+    context_size: int = setting(
+        8192,
+        doc="Context size in tokens for each conversation slot.",
+        bounds=(256, 131072),
+        reloads_model=True,
+        local_only=True,
+    )
+    threads: int = setting(
+        0,
+        doc="Threads for decoding and for reading prompts; 0 picks a default for the machine (half the "
+        "cores, at most 4).",
+        bounds=(0, 256),
+        reloads_model=True,
+        local_only=True,
+    )
+    slots: int = setting(
+        4,
+        doc="Conversations kept warm at once, each in its own slot of `#contextSize#` tokens whose cached "
+        "prompt a follow-up reuses; the least recently used is evicted.",
+        bounds=(1, 32),
+        reloads_model=True,
+        local_only=True,
+    )
+    cache_dir: Path = setting(  # noqa: RUF009 (setting() returns a dataclasses.field)
+        factory=models.cache_root,
+        doc="Directory where the server saves its slots' state, so that the cache survives restarts. Unset: "
+        "`~/.cache/llama-lsp` (under `$XDG_CACHE_HOME` when that is set); the models stay in "
+        "`~/.cache/llama-lsp/models` either way.",
+        reloads_model=True,
+        local_only=True,
+    )
+    max_tool_steps: int = setting(
+        6,
+        doc="Tool calls (reading, searching, editing files) the model may make per answer, at most.",
+        bounds=(1, 32),
+    )
+    max_tokens: int = setting(
+        1024,
+        doc="Tokens the model may write per model request, at most.",
+        bounds=(1, 32768),
+    )
+    temperature: float = setting(
+        0.0,
+        doc="Sampling temperature; 0 is greedy, so the same question gets the same answer.",
+        bounds=(0.0, 2.0),
+    )
+    # Checking edits (lsp_server.assistant.verify): unset by default, since the command runs code the model
+    # wrote.
+    verify_command: str | None = setting(
+        None,
+        doc="Shell command that checks each edit the model proposes, e.g. `python -m pytest -q`, or "
+        "`python -m pytest -q {file}` for a test file: `{file}` is replaced by the edited file's path "
+        "relative to the folder, shell-quoted. Empty: edits are not checked.\n\n"
+        "**It runs code the model wrote**, and the workspace's own code (its tests, `conftest.py`): the "
+        "server applies the proposed edit to a temporary copy of the folder and runs the command there, "
+        "with a timeout and, where the OS allows, no network. Exit status 0 passes; on a failure the model "
+        "gets the output and tries again (`#maxVerifyAttempts#`).",
+        trusted_only=True,
+    )
+    verify_timeout: float = setting(
+        60.0,
+        doc="Seconds one run of `#verifyCommand#` may take before it is stopped and counted as failed.",
+        bounds=(1, 3600),
+    )
+    max_verify_attempts: int = setting(
+        3,
+        doc="How many proposed edits `#verifyCommand#` checks per request before the first failed one is "
+        "returned, marked as failed.",
+        bounds=(1, 10),
+    )
     # Warming the cache in the background (lsp_server.lsp.warming).
-    warm: bool = True
-    # None: the model runs in this process ("local"); else an OpenAI-compatible server (engine.remote).
-    backend: RemoteConfig | None = None
+    warm: bool = setting(
+        True,
+        doc="Warm the model's cache in the background while you read: an open file's prompt when it is "
+        "opened and after typing pauses, and each answer for the follow-up, so that a first question about "
+        "the file evaluates only the question. Off: the model runs only when you ask something.\n\n"
+        "The server lists the warm files in `assistant/status`; VS Code's status bar shows a flame when "
+        "the active file is warm.",
+        local_only=True,
+    )
     # Inline completion while typing (lsp_server.lsp.completion).
-    completion: bool = True
-    completion_time_budget_ms: int = 1000  # once over it, a completion ends at the next line break
+    completion: bool = setting(
+        True,
+        doc="Inline completion: while you type, the model suggests the rest of the line or a few lines as "
+        "ghost text. Off: the server offers none (and VS Code sends no completion requests).\n\n"
+        "`Tab` accepts it, `Ctrl+Right` (`Cmd+Right` on macOS) accepts its next word, `Escape` dismisses "
+        "it. The server does not suggest when more than a few characters follow the cursor, or when the "
+        "model has no fill-in-the-middle tokens.",
+        local_only=True,
+    )
+    completion_time_budget_ms: int = setting(
+        1000,
+        doc="Milliseconds a completion may run before it stops at the end of the line it is writing: a "
+        "longer budget allows longer, multi-line suggestions; a shorter one keeps them quick on a slow "
+        "machine.",
+        bounds=(50, 60000),
+        local_only=True,
+    )
+    # None: the model runs in this process ("local"); else an OpenAI-compatible server (engine.remote).
+    backend: RemoteConfig | None = setting(  # noqa: RUF009 (as above)
+        None,
+        doc='Where the model runs: `"local"`, in the language server\'s process (the model of `#model#`); '
+        'or `{"url": "http://host:port/v1", "model": "NAME", "apiKeyEnv": "VAR", "timeout": 600}`, an '
+        "OpenAI-compatible server that answers instead (llama.cpp's `llama-server`, vLLM), such as a "
+        "team's shared GPU machine. The API key is read from the environment variable `apiKeyEnv` names: "
+        "the key itself is never a setting.\n\n"
+        "For example:\n\n"
+        "```json\n"
+        '"llamaLsp.backend": {\n'
+        '  "url": "http://gpu-box:8080/v1",\n'
+        '  "model": "qwen2.5-coder-7b",\n'
+        '  "apiKeyEnv": "LLAMA_API_KEY"\n'
+        "}\n"
+        "```\n\n"
+        "`model` is the name that server serves it under. `apiKeyEnv` (optional) names the environment "
+        "variable that holds the API key; the server reads it from the environment VS Code was started "
+        "with, so the key is not stored in settings.json. `timeout` (optional, seconds, default 600) is "
+        "the longest wait for the server's next bytes. The files you ask about are sent to that URL.",
+        restricted=True,
+    )
 
     def engine_fields(self) -> tuple[Any, ...]:
         """What reloading the model depends on."""
         if self.backend is not None:
             return (self.backend,)
-        return (self.model, self.context_size, self.threads, self.slots, self.cache_dir)
+        return tuple(getattr(self, spec.name) for spec in SPECS if spec.reloads_model)
 
     @property
     def engine_name(self) -> str:
@@ -54,35 +209,65 @@ class Settings:
         return self.model
 
 
-_WIRE_NAMES = {
-    "model": "model",
-    "contextSize": "context_size",
-    "threads": "threads",
-    "slots": "slots",
-    "cacheDir": "cache_dir",
-    "maxToolSteps": "max_tool_steps",
-    "temperature": "temperature",
-    "maxTokens": "max_tokens",
-    "verifyCommand": "verify_command",
-    "verifyTimeout": "verify_timeout",
-    "maxVerifyAttempts": "max_verify_attempts",
-    "warm": "warm",
-    "backend": "backend",
-    "completion": "completion",
-    "completionTimeBudgetMs": "completion_time_budget_ms",
-}
+@dataclass(frozen=True)
+class SettingSpec:
+    """One setting as the generators and the conversion read it."""
 
-_LIMITS: dict[str, tuple[float, float]] = {
-    "context_size": (256, 131072),
-    "threads": (0, 256),
-    "slots": (1, 32),
-    "max_tool_steps": (1, 32),
-    "temperature": (0.0, 2.0),
-    "max_tokens": (1, 32768),
-    "verify_timeout": (1, 3600),
-    "max_verify_attempts": (1, 10),
-    "completion_time_budget_ms": (50, 60000),
+    name: str  # the field of Settings
+    wire: str  # the key in initializationOptions and the `llamaLsp` section
+    kind: Kind
+    default: Any  # as a client sends it (JSON): the value that means the server's default
+    doc: str
+    bounds: tuple[float, float] | None
+    reloads_model: bool
+    local_only: bool
+    trusted_only: bool
+    restricted: bool
+
+    @property
+    def summary(self) -> str:
+        """The doc's first paragraph."""
+        return self.doc.split("\n\n", 1)[0]
+
+
+# The field's type -> its kind, and how a client sends the server's default when Python's is not JSON.
+_KINDS: dict[Any, Kind] = {
+    bool: "bool",
+    int: "int",
+    float: "float",
+    str: "str",
+    Path: "path",  # the default depends on the machine ($XDG_CACHE_HOME): clients send none (null)
+    str | None: "command",  # "" unsets it
+    RemoteConfig | None: "backend",  # None is "local"
 }
+_WIRE_DEFAULTS: dict[Kind, Any] = {"path": None, "command": "", "backend": "local"}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
+
+
+def _specs() -> tuple[SettingSpec, ...]:
+    hints = typing.get_type_hints(Settings)
+    defaults = Settings()
+    specs = []
+    for field in dataclasses.fields(Settings):
+        declared: _Declared = field.metadata["setting"]
+        kind = _KINDS[hints[field.name]]
+        if (declared.bounds is not None) != (kind in ("int", "float")):
+            raise TypeError(f"Settings.{field.name}: a number needs bounds, and only a number has them")
+        default = _WIRE_DEFAULTS.get(kind, getattr(defaults, field.name))
+        specs.append(
+            SettingSpec(field.name, _camel(field.name), kind, default, **dataclasses.asdict(declared))
+        )
+    return tuple(specs)
+
+
+SPECS = _specs()
+_BY_NAME = {spec.name: spec for spec in SPECS}
+_WIRE_NAMES = {spec.wire: spec.name for spec in SPECS}
+_LIMITS = {spec.name: spec.bounds for spec in SPECS if spec.bounds is not None}
 
 
 def merge(base: Settings, raw: Any) -> tuple[Settings, list[str]]:
@@ -97,39 +282,38 @@ def merge(base: Settings, raw: Any) -> tuple[Settings, list[str]]:
         name = _WIRE_NAMES.get(wire)
         if name is None or value is None:
             continue
-        default = getattr(base, name)
         try:
-            changes[name] = _convert(name, value, default)
+            changes[name] = _convert(_BY_NAME[name], value)
         except (TypeError, ValueError) as exc:
             warnings.append(f"llama-lsp setting {wire}={value!r} ignored: {exc}")
     return dataclasses.replace(base, **changes), warnings
 
 
-def _convert(name: str, value: Any, default: Any) -> Any:
-    if name == "backend":
+def _convert(spec: SettingSpec, value: Any) -> Any:
+    if spec.kind == "backend":
         return _backend(value)
-    if name == "verify_command":  # the one optional string: empty unsets it
+    if spec.kind == "command":
         if not isinstance(value, str):
             raise TypeError("expected a shell command string")
         return value.strip() or None
-    if isinstance(default, bool):
+    if spec.kind == "bool":
         if not isinstance(value, bool):
             raise TypeError("expected true or false")
         return value
-    if isinstance(default, Path):
+    if spec.kind == "path":
         if not isinstance(value, str) or not value:
             raise ValueError("expected a path")
         return Path(value).expanduser()
-    if isinstance(default, str):
+    if spec.kind == "str":
         if not isinstance(value, str) or not value.strip():
             raise ValueError("expected a non-empty string")
         return value.strip()
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError("expected a number")
-    low, high = _LIMITS[name]
+    low, high = _LIMITS[spec.name]
     if not low <= value <= high:
         raise ValueError(f"expected {low} to {high}")
-    if isinstance(default, int):
+    if spec.kind == "int":
         if value != int(value):
             raise ValueError("expected a whole number")
         return int(value)
@@ -137,6 +321,41 @@ def _convert(name: str, value: Any, default: Any) -> Any:
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+# The shape `_backend` takes, as JSON Schema (VS Code checks settings.json against it).
+BACKEND_SCHEMA: dict[str, Any] = {
+    "pattern": "^local$",
+    "patternErrorMessage": '"local", or an object with "url" and "model"',
+    "properties": {
+        "url": {
+            "type": "string",
+            "pattern": "^https?://",
+            "description": "The server's OpenAI-compatible API, e.g. http://gpu-box:8080/v1.",
+        },
+        "model": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The model name the server serves (llama-server's --alias, "
+            "vLLM's --served-model-name).",
+        },
+        "apiKeyEnv": {
+            "type": "string",
+            "pattern": f"^{_ENV_NAME.pattern}$",
+            "description": "The name of the environment variable that holds the API key (not the key "
+            "itself).",
+        },
+        "timeout": {
+            "type": "number",
+            "minimum": 1,
+            "maximum": 3600,
+            "default": RemoteConfig.timeout_s,
+            "description": "Seconds to wait for the server's next bytes (the first come once it has read "
+            "the prompt).",
+        },
+    },
+    "required": ["url", "model"],
+    "additionalProperties": False,
+}
 
 
 def _backend(value: Any) -> RemoteConfig | None:

@@ -129,7 +129,7 @@ class LspTextDocument(TextDocument):
         self._source = source[:start] + change.text + source[end:]
 
 
-class LspWorkspace(Workspace):
+class LspDocuments(Workspace):
     """pygls's Workspace, holding LspTextDocuments, and finding them by path as well as by URI."""
 
     # The open documents' keys by the file they name, built when first needed after a didOpen or a
@@ -137,7 +137,7 @@ class LspWorkspace(Workspace):
     _keys_by_path: dict[Path, str] | None = None
 
     @classmethod
-    def replacing(cls, workspace: Workspace) -> LspWorkspace:
+    def replacing(cls, workspace: Workspace) -> LspDocuments:
         """A workspace with the state of the one pygls built (folders, position encoding, sync kind).
 
         pygls builds its Workspace in `initialize` and offers no way to choose its document class; this

@@ -3,7 +3,7 @@
 It owns the conversations, the actions that are running (a newer one for the same document and kind
 supersedes the older), the accounting of every turn's figures (one TurnStats record for the result,
 `lastStats` and the totals), the check that a request is not about a stale document, and the tools'
-view of the workspace (tools.Workspace holds the path rule). A feature opens a DocumentTurn and works
+view of the workspace (a Sandbox, which holds the path rule). A feature opens a DocumentTurn and works
 through it; it never reaches into the server.
 """
 
@@ -21,20 +21,20 @@ from typing import Any, Protocol, TypeVar
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
-from pygls.workspace import TextDocument
-from pygls.workspace import Workspace as LspDocuments
+from pygls.workspace import TextDocument, Workspace
 
+from ..assistant.block_turn import BlockRequest, BlockTurn
 from ..assistant.conversation import (
-    BlockRequest,
     Conversation,
     ConversationStore,
     TurnOptions,
     TurnResult,
     TurnStats,
-    run_block_turn,
     run_turn,
 )
-from ..assistant.tools import TOOL_NAMES, Diagnostic, ToolRunner, Workspace
+from ..assistant.sandbox import Diagnostic, Sandbox
+from ..assistant.tool_schemas import TOOL_NAMES, schemas_for
+from ..assistant.tools import ToolRunner
 from ..assistant.verify import Verification, Verifier
 from ..engine import ChatEngine, ChatRequest
 from . import documents, lsp_json, protocol
@@ -49,7 +49,7 @@ class ServerContext(Protocol):
     """What the service needs from the language server, and no more."""
 
     @property
-    def workspace(self) -> LspDocuments: ...
+    def workspace(self) -> Workspace: ...
 
     @property
     def settings(self) -> Settings: ...
@@ -94,7 +94,7 @@ class DocumentTurn:
     conversation: Conversation
     runner: ToolRunner
     verifier: Verifier | None
-    lsp_documents: LspDocuments  # the editor's open documents, which the edit is computed against
+    lsp_documents: Workspace  # the editor's open documents, which the edit is computed against
     uri: str | None = None
     path: Path | None = None
     document: TextDocument | None = None
@@ -102,14 +102,14 @@ class DocumentTurn:
     result: TurnResult | None = None
 
     @property
-    def workspace(self) -> Workspace:
-        return self.runner.workspace
+    def sandbox(self) -> Sandbox:
+        return self.runner.sandbox
 
     @property
     def shown_path(self) -> str:
         """The document's path as the model sees it (and names it back in tool calls)."""
         assert self.path is not None
-        return self.workspace.display(self.path)
+        return self.sandbox.display(self.path)
 
     def quote(self, selection: protocol.Range) -> str:
         """The selected text, as the editor counts positions."""
@@ -135,8 +135,9 @@ class DocumentTurn:
         return self._add(turn)
 
     async def write_block(self, block: BlockRequest, propose: Callable[[str], str | None]) -> TurnResult:
-        """The model writes a whole block of code (lsp_server.rewrite); `propose` turns it into an edit."""
-        turn = await run_block_turn(
+        """The model writes a whole block of code (lsp_server.assistant.rewrite, block_turn); `propose`
+        turns it into an edit."""
+        turn = BlockTurn(
             self.engine,
             self.conversation,
             self.runner,
@@ -145,7 +146,7 @@ class DocumentTurn:
             self.settings.temperature,
             self.verifier,
         )
-        return self._add(turn)
+        return self._add(await turn.run())
 
     def _add(self, turn: TurnResult) -> TurnResult:
         self.result = turn if self.result is None else self.result.followed_by(turn)
@@ -181,7 +182,7 @@ class DocumentTurn:
         """
         if self.verifier is not None:
             self.verifier.settle(self.runner)
-        return documents.workspace_edit(self.lsp_documents, self.runner)
+        return documents.workspace_edit(self.lsp_documents, self.runner.proposals)
 
     def verification(self) -> dict[str, Any]:
         return (self.verifier.verification if self.verifier else Verification(None)).to_json()
@@ -229,21 +230,21 @@ class TurnService:
                 raise documents.StaleDocument(f"{uri} changed since the action was offered; request it again")
         engine = await self._server.ready_engine()
         settings = self._server.settings
-        workspace = self._tool_workspace(diagnostics, uri)
+        sandbox = self._sandbox(diagnostics, uri)
         verifier = None
         if checked and settings.verify_command is not None:
             verifier = Verifier(
-                settings.verify_command, settings.verify_timeout, settings.max_verify_attempts, workspace
+                settings.verify_command, settings.verify_timeout, settings.max_verify_attempts, sandbox
             )
         conversation = self.conversations.get_or_create(conversation_id)
         text = document.source if document is not None else ""
         if path is not None:
-            conversation.show_document(workspace.display(path), text)
+            conversation.show_document(sandbox.display(path), text)
         turn = DocumentTurn(
             engine,
             settings,
             conversation,
-            ToolRunner(workspace),
+            ToolRunner(sandbox),
             verifier,
             self._server.workspace,
             uri,
@@ -262,7 +263,7 @@ class TurnService:
         if uri is not None:
             self._latest_conversation[uri] = conversation.id
         if turn.result is not None and self.on_answered is not None:
-            self.on_answered(self._request(conversation.messages, turn.runner, conversation.id))
+            self.on_answered(self._request(conversation.messages, conversation.id))
 
     def warm_requests(self, uri: str) -> list[ChatRequest]:
         """What the next question about the open document `uri` will start with, to read ahead: the
@@ -272,23 +273,20 @@ class TurnService:
         path = documents.uri_to_path(uri)
         if document is None or path is None:
             return []
-        runner = ToolRunner(self._tool_workspace((), uri))
-        shown = runner.workspace.display(path)
+        shown = self._sandbox((), uri).display(path)
         requests = []
         latest = self._latest_conversation.get(uri)
         if latest is not None and latest in self.conversations:
             conversation = self.conversations.get_or_create(latest)
-            requests.append(
-                self._request(conversation.messages_showing(shown, document.source), runner, latest)
-            )
+            requests.append(self._request(conversation.messages_showing(shown, document.source), latest))
         opening = Conversation(id=new_conversation_slot(uri)).messages_showing(shown, document.source)
-        requests.append(self._request(opening, runner, new_conversation_slot(uri)))
+        requests.append(self._request(opening, new_conversation_slot(uri)))
         return requests
 
     @staticmethod
-    def _request(messages: list[dict[str, Any]], runner: ToolRunner, slot: str) -> ChatRequest:
+    def _request(messages: list[dict[str, Any]], slot: str) -> ChatRequest:
         # Every turn declares every tool (run_turn), so the tools are part of the prefix to warm.
-        return ChatRequest(messages=list(messages), tools=runner.schemas_for(TOOL_NAMES), slot=slot)
+        return ChatRequest(messages=list(messages), tools=schemas_for(TOOL_NAMES), slot=slot)
 
     def forget(self, uri: str) -> None:
         """The document was closed."""
@@ -320,7 +318,7 @@ class TurnService:
             if self._running.get(key) is task:
                 del self._running[key]
 
-    def _tool_workspace(self, diagnostics: tuple[dict[str, Any], ...], uri: str | None) -> Workspace:
+    def _sandbox(self, diagnostics: tuple[dict[str, Any], ...], uri: str | None) -> Sandbox:
         """The tools' view of the workspace for a request about the document `uri`, if any."""
         known = [d for d in (_diagnostic(raw, uri) for raw in diagnostics) if d is not None]
 
@@ -335,7 +333,7 @@ class TurnService:
             # so the prompt keeps its cached prefix, and answer the model that no folder is open. Lending
             # them the folders of open documents instead would open directories the user never chose.
             log.info("no workspace folder and no document: the tools have no files to work with")
-        return Workspace(
+        return Sandbox(
             roots,
             open_text=lambda p: documents.open_text(lsp_documents, p),
             diagnostics=diagnostics_for,

@@ -212,9 +212,10 @@ void llama_lsp_close(llama_lsp_engine * engine);
 
 /* ---- The engine's text functions, on their own ------------------------------------------------------ */
 
-/* Runs one of the engine's pure text functions, so that tests can check them without a model, and so
-   that the remote engine (lsp_server/engine/remote.py) applies the same tool-call rules to a server's
-   answer.
+/* Runs one of the engine's pure text functions, for the tests: tests/test_native_text.py checks them
+   without a model, and tests/test_tool_calls.py checks that lsp_server/engine/tool_calls.py (the same
+   tool-call rules in Python, for the remote engine) agrees with "tool_call_start" and
+   "extract_json_call".
    text is length bytes (any bytes: NUL and unfinished UTF-8 allowed). args_json is a JSON object or
    NULL for {}; its string lists default to []. The functions, their args and what they return:
      "utf8_complete_prefix"  {}                         {"n": bytes of text that end on a whole character}

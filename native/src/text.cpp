@@ -2,7 +2,9 @@
 // written without the template's markup, and the streamer that decides which text may be sent yet.
 //
 // Nothing here touches llama.cpp's state, so tests/test_native_text.py checks it all without a model,
-// through llama_lsp_test_text.
+// through llama_lsp_test_text. The JSON tool-call rules (extract_json_call, and tool_call_start without
+// openers) exist again in Python for the remote engine, lsp_server/engine/tool_calls.py: change both
+// together; tests/test_tool_calls.py runs both on the same cases.
 
 #include "engine.h"
 

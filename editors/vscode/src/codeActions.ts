@@ -14,15 +14,20 @@ import { ErrorCode, type ActionKind, type CodeActionArgs, type Range } from './p
 import type { LlamaServer } from './server';
 import { actionNotice } from './verification';
 
+/** One of the server's action kinds, as lsp_server/assistant/actions.py declares it (tests/test_action_table.py). */
 export interface ActionCommand {
   kind: ActionKind;
   title: string;
+  /** The server answers in words, shown in the chat, instead of with an edit. */
+  answers?: boolean;
+  /** About the diagnostics in range, which go with the request. */
+  forDiagnostics?: boolean;
 }
 
 /** Command id → the server's action kind. */
 export const ACTION_COMMANDS: Record<string, ActionCommand> = {
-  'llamaLsp.explain': { kind: 'explain', title: 'Explain' },
-  'llamaLsp.fix': { kind: 'fix', title: 'Fix' },
+  'llamaLsp.explain': { kind: 'explain', title: 'Explain', answers: true },
+  'llamaLsp.fix': { kind: 'fix', title: 'Fix', forDiagnostics: true },
   'llamaLsp.document': { kind: 'document', title: 'Document' },
   'llamaLsp.refactor': { kind: 'refactor', title: 'Refactor' },
   'llamaLsp.writeTests': { kind: 'tests', title: 'Write tests' },
@@ -57,13 +62,13 @@ export async function runAction(action: ActionCommand, deps: ActionDeps): Promis
   const range = actionRange(editor.selection);
   const args: CodeActionArgs = { uri: document.uri.toString(), range, kind: action.kind, version: document.version };
   try {
-    if (action.kind === 'fix') args.diagnostics = await diagnosticsIn(document.uri, range, deps.server);
+    if (action.forDiagnostics) args.diagnostics = await diagnosticsIn(document.uri, range, deps.server);
     const result = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `Llama: ${action.title}…`, cancellable: true },
       (_progress, token) => deps.server.runCodeAction(args, token),
     );
-    if (action.kind === 'explain') {
-      const title = `Llama: Explain ${contextLabel(vscode.workspace.asRelativePath(document.uri, false), range)}`;
+    if (action.answers) {
+      const title = `Llama: ${action.title} ${contextLabel(vscode.workspace.asRelativePath(document.uri, false), range)}`;
       deps.chat.showAnswer({ conversationId: result.conversationId, title, content: result.content }, result.stats);
       await deps.revealChat();
     } else {

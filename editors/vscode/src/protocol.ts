@@ -209,33 +209,11 @@ export interface ShowAnswerArgs {
   content: string;
 }
 
-/** The settings the server takes as initializationOptions (and from the `llamaLsp` section). */
-export interface InitializationOptions {
-  model: string;
-  contextSize: number;
-  threads: number;
-  /**
-   * Shell command that checks an edit; `{file}` is the edited file's workspace-relative path. Never
-   * sent from an untrusted workspace (settings.ts, `forTrust`).
-   */
-  verifyCommand?: string;
-  verifyTimeout: number;
-  maxVerifyAttempts: number;
-  /**
-   * Warm the model's cache in the background: an open document's prompt, and each answer for its
-   * follow-up. Off: the model runs only when asked.
-   */
-  warm: boolean;
-  /** Where the model runs: `'local'`, in the server process, or an OpenAI-compatible server. */
-  backend: Backend;
-  /**
-   * Inline completion (ghost text) while typing. Off: the extension sends no requests either
-   * (inlineCompletion.ts); the server gets it so that it answers nothing to any other client.
-   */
-  completion: boolean;
-  /** Once a completion has run this long (ms, 50-60000), it ends at the end of the line it is writing. */
-  completionTimeBudgetMs: number;
-}
+/**
+ * The settings the server takes as initializationOptions (and from the `llamaLsp` section): declared in
+ * lsp_server/lsp/settings.py, generated into serverSettings.ts (`make generate`).
+ */
+export type { ServerSettings as InitializationOptions } from './serverSettings';
 
 /**
  * An OpenAI-compatible server (llama.cpp's llama-server, vLLM) that answers instead of the local model.

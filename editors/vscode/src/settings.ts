@@ -3,60 +3,34 @@
  * `get` interface so that tests can hand in plain objects instead of a WorkspaceConfiguration.
  */
 
-import { SECTION, type Backend, type InitializationOptions } from './protocol';
+import { SECTION, type InitializationOptions } from './protocol';
+import { SERVER_DEFAULTS, TRUSTED_ONLY } from './serverSettings';
 
-export const DEFAULT_MODEL = 'qwen2.5-coder-1.5b';
-export const DEFAULT_CONTEXT_SIZE = 8192;
-export const DEFAULT_VERIFY_TIMEOUT = 60;
-export const DEFAULT_MAX_VERIFY_ATTEMPTS = 3;
-export const DEFAULT_WARM = true;
-export const DEFAULT_BACKEND: Backend = 'local';
-export const DEFAULT_COMPLETION = true;
-export const DEFAULT_COMPLETION_TIME_BUDGET_MS = 1000;
-
-export interface Settings {
+/** The server's settings, each with a value, and the extension's own. */
+export type Settings = Required<InitializationOptions> & {
   /** Empty: find the server automatically (see serverCommand.ts). */
   serverCommand: string | string[];
-  model: string;
-  contextSize: number;
-  threads: number;
-  /** Empty: edits are not checked. */
-  verifyCommand: string;
-  verifyTimeout: number;
-  maxVerifyAttempts: number;
-  /** Warm the cache in the background (open documents, answers for their follow-ups). */
-  warm: boolean;
-  /** 'local': the model runs in the server; else the OpenAI-compatible server that answers instead. */
-  backend: Backend;
-  /** Inline completion (ghost text) while typing. */
-  completion: boolean;
-  /** Once a completion has run this long, it ends at the end of the line it is writing. */
-  completionTimeBudgetMs: number;
-}
+};
+
+/** The server's settings by name (serverSettings.ts is generated from the server's declarations). */
+const SERVER_KEYS = Object.keys(SERVER_DEFAULTS) as (keyof InitializationOptions)[];
 
 export interface ConfigReader {
   get<T>(key: string): T | undefined;
 }
 
+/** The settings as set, and the server's defaults for those that are not (VS Code fills in package.json's). */
 export function readSettings(config: ConfigReader): Settings {
+  const server = Object.fromEntries(SERVER_KEYS.map((key) => [key, config.get(key) ?? SERVER_DEFAULTS[key]]));
   return {
     serverCommand: config.get<string | string[]>('serverCommand') ?? '',
-    model: config.get<string>('model') ?? DEFAULT_MODEL,
-    contextSize: config.get<number>('contextSize') ?? DEFAULT_CONTEXT_SIZE,
-    threads: config.get<number>('threads') ?? 0,
-    verifyCommand: config.get<string>('verifyCommand') ?? '',
-    verifyTimeout: config.get<number>('verifyTimeout') ?? DEFAULT_VERIFY_TIMEOUT,
-    maxVerifyAttempts: config.get<number>('maxVerifyAttempts') ?? DEFAULT_MAX_VERIFY_ATTEMPTS,
-    warm: config.get<boolean>('warm') ?? DEFAULT_WARM,
-    backend: config.get<Backend>('backend') ?? DEFAULT_BACKEND,
-    completion: completionEnabled(config),
-    completionTimeBudgetMs: config.get<number>('completionTimeBudgetMs') ?? DEFAULT_COMPLETION_TIME_BUDGET_MS,
+    ...(server as Required<InitializationOptions>),
   };
 }
 
 /** Read on every inline completion request (inlineCompletion.ts), so that turning it off takes effect at once. */
 export function completionEnabled(config: ConfigReader): boolean {
-  return config.get<boolean>('completion') ?? DEFAULT_COMPLETION;
+  return config.get<boolean>('completion') ?? SERVER_DEFAULTS.completion;
 }
 
 /**
@@ -64,21 +38,8 @@ export function completionEnabled(config: ConfigReader): boolean {
  * a visible warning and its default, which says more than a silent fix here would.
  */
 export function initializationOptions(settings: Settings, trusted: boolean): InitializationOptions {
-  return forTrust(
-    {
-      model: settings.model,
-      contextSize: settings.contextSize,
-      threads: settings.threads,
-      verifyCommand: settings.verifyCommand,
-      verifyTimeout: settings.verifyTimeout,
-      maxVerifyAttempts: settings.maxVerifyAttempts,
-      warm: settings.warm,
-      backend: settings.backend,
-      completion: settings.completion,
-      completionTimeBudgetMs: settings.completionTimeBudgetMs,
-    },
-    trusted,
-  );
+  const options = Object.fromEntries(SERVER_KEYS.map((key) => [key, settings[key]]));
+  return forTrust(options as Required<InitializationOptions>, trusted);
 }
 
 /**
@@ -88,8 +49,9 @@ export function initializationOptions(settings: Settings, trusted: boolean): Ini
  * that repository's conftest.py. So the server never gets them from an untrusted workspace.
  * `backend` is not one of them: Restricted Mode ignores a workspace's value (which could send the code
  * to an attacker's URL), but the user's own server is where the user chose to send code, trusted or not.
+ * Declared with the setting (`trusted_only` in lsp_server/lsp/settings.py), generated into serverSettings.ts.
  */
-export const TRUSTED_ONLY = ['verifyCommand'] as const;
+export { TRUSTED_ONLY };
 
 /**
  * The one decision about workspace trust and the server's settings: trusted, the settings as they are;

@@ -7,25 +7,47 @@ local M = {}
 ---@field new? string        start a new conversation
 ---@field code_action? string normal and visual mode: `vim.lsp.buf.code_action()`
 
+-- begin settings: generated from lsp_server/lsp/settings.py, `make generate`
 ---Server settings, camelCase as on the wire (the `llamaLsp` section; the server's defaults fill the rest).
 ---@class llama_lsp.ServerSettings
----@field model? string              a catalogue name or a GGUF path
----@field contextSize? integer
----@field threads? integer
----@field slots? integer
----@field maxTokens? integer
----@field maxToolSteps? integer
----@field temperature? number
----@field cacheDir? string
----@field verifyCommand? string|false checks each proposed edit in a temporary copy of the folder; runs code
----                                  the model wrote. `{file}`: the edited file's path. nil, false, "": none
----@field verifyTimeout? number      seconds per check (default 60)
----@field maxVerifyAttempts? integer checks per request (default 3)
----@field warm? boolean             warm the cache in the background: an open buffer's prompt when it is
----                                  opened and after typing pauses, each answer for the follow-up
----                                  (default true); false: the model runs only when asked
----@field backend? "local"|llama_lsp.RemoteBackend where the model runs: "local" (default), in the server's
----                                  process, or an OpenAI-compatible server that answers instead
+---@field model? string               Catalogue model name (`llama-lsp model list`) or the path of a GGUF
+---                                   file. Default: "qwen2.5-coder-1.5b".
+---@field contextSize? integer        Context size in tokens for each conversation slot. Default: 8192.
+---@field threads? integer            Threads for decoding and for reading prompts; 0 picks a default for the
+---                                   machine (half the cores, at most 4). Default: 0.
+---@field slots? integer              Conversations kept warm at once, each in its own slot of `contextSize`
+---                                   tokens whose cached prompt a follow-up reuses; the least recently used
+---                                   is evicted. Default: 4.
+---@field cacheDir? string            Directory where the server saves its slots' state, so that the cache
+---                                   survives restarts. Unset: `~/.cache/llama-lsp` (under `$XDG_CACHE_HOME`
+---                                   when that is set); the models stay in `~/.cache/llama-lsp/models` either
+---                                   way.
+---@field maxToolSteps? integer       Tool calls (reading, searching, editing files) the model may make per
+---                                   answer, at most. Default: 6.
+---@field maxTokens? integer          Tokens the model may write per model request, at most. Default: 1024.
+---@field temperature? number         Sampling temperature; 0 is greedy, so the same question gets the same
+---                                   answer. Default: 0.
+---@field verifyCommand? string|false Shell command that checks each edit the model proposes, e.g. `python -m
+---                                   pytest -q`, or `python -m pytest -q {file}` for a test file: `{file}` is
+---                                   replaced by the edited file's path relative to the folder, shell-quoted.
+---                                   Empty: edits are not checked. Default: "".
+---@field verifyTimeout? number       Seconds one run of `verifyCommand` may take before it is stopped and
+---                                   counted as failed. Default: 60.
+---@field maxVerifyAttempts? integer  How many proposed edits `verifyCommand` checks per request before the
+---                                   first failed one is returned, marked as failed. Default: 3.
+---@field warm? boolean               Warm the model's cache in the background while you read: an open file's
+---                                   prompt when it is opened and after typing pauses, and each answer for
+---                                   the follow-up, so that a first question about the file evaluates only
+---                                   the question. Off: the model runs only when you ask something. Default:
+---                                   true.
+---@field backend? "local"|llama_lsp.RemoteBackend Where the model runs: `"local"`, in the language server's
+---                                   process (the model of `model`); or `{"url": "http://host:port/v1",
+---                                   "model": "NAME", "apiKeyEnv": "VAR", "timeout": 600}`, an
+---                                   OpenAI-compatible server that answers instead (llama.cpp's
+---                                   `llama-server`, vLLM), such as a team's shared GPU machine. The API key
+---                                   is read from the environment variable `apiKeyEnv` names: the key itself
+---                                   is never a setting. Default: "local".
+-- end settings
 
 ---An OpenAI-compatible server (llama.cpp's llama-server, vLLM). The API key is never a setting: the
 ---server reads it from the environment variable `apiKeyEnv` names.

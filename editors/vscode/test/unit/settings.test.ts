@@ -3,15 +3,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { beforeEach, describe, test } from 'node:test';
 import * as vscode from 'vscode';
+import { SERVER_DEFAULTS } from '../../src/serverSettings';
 import {
-  DEFAULT_BACKEND,
-  DEFAULT_COMPLETION,
-  DEFAULT_COMPLETION_TIME_BUDGET_MS,
-  DEFAULT_CONTEXT_SIZE,
-  DEFAULT_MAX_VERIFY_ATTEMPTS,
-  DEFAULT_MODEL,
-  DEFAULT_VERIFY_TIMEOUT,
-  DEFAULT_WARM,
+  TRUSTED_ONLY,
   completionEnabled,
   configurationForServer,
   forTrust,
@@ -27,40 +21,26 @@ describe('settings', () => {
 
   test('defaults when nothing is set', () => {
     const settings = readSettings(vscode.workspace.getConfiguration('llamaLsp'));
-    assert.deepEqual(settings, {
-      serverCommand: '',
-      model: DEFAULT_MODEL,
-      contextSize: DEFAULT_CONTEXT_SIZE,
-      threads: 0,
-      verifyCommand: '',
-      verifyTimeout: DEFAULT_VERIFY_TIMEOUT,
-      maxVerifyAttempts: DEFAULT_MAX_VERIFY_ATTEMPTS,
-      warm: true,
-      backend: 'local',
-      completion: true,
-      completionTimeBudgetMs: DEFAULT_COMPLETION_TIME_BUDGET_MS,
-    });
+    assert.deepEqual(settings, { serverCommand: '', ...SERVER_DEFAULTS });
+    assert.equal(settings.model, 'qwen2.5-coder-1.5b');
+    assert.equal(settings.threads, 0);
+    assert.equal(settings.cacheDir, null); // the server's own default: VS Code sends none
+    assert.equal(settings.verifyCommand, '');
+    assert.equal(settings.warm, true);
+    assert.equal(settings.backend, 'local');
+    assert.equal(settings.completion, true);
   });
 
   test("initializationOptions carry the server's settings, not the extension's own", () => {
-    stub.config = {
-      'llamaLsp.model': 'qwen2.5-coder-0.5b',
-      'llamaLsp.contextSize': 4096,
-      'llamaLsp.threads': 2,
-      'llamaLsp.serverCommand': ['x'],
-      'llamaLsp.verifyCommand': 'python -m pytest -q',
-      'llamaLsp.verifyTimeout': 30,
-      'llamaLsp.maxVerifyAttempts': 2,
-      'llamaLsp.warm': false,
-      'llamaLsp.backend': { url: 'http://gpu-box:8080/v1', model: 'qwen2.5-coder-7b', apiKeyEnv: 'LLAMA_API_KEY' },
-      'llamaLsp.completion': false,
-      'llamaLsp.completionTimeBudgetMs': 250,
-    };
-    const options = initializationOptions(readSettings(vscode.workspace.getConfiguration('llamaLsp')), true);
-    assert.deepEqual(options, {
+    const set = {
       model: 'qwen2.5-coder-0.5b',
       contextSize: 4096,
       threads: 2,
+      slots: 2,
+      cacheDir: '/tmp/llama-lsp-cache',
+      maxToolSteps: 3,
+      maxTokens: 512,
+      temperature: 0.5,
       verifyCommand: 'python -m pytest -q',
       verifyTimeout: 30,
       maxVerifyAttempts: 2,
@@ -68,11 +48,16 @@ describe('settings', () => {
       backend: { url: 'http://gpu-box:8080/v1', model: 'qwen2.5-coder-7b', apiKeyEnv: 'LLAMA_API_KEY' },
       completion: false,
       completionTimeBudgetMs: 250,
-    });
+    };
+    stub.config = { 'llamaLsp.serverCommand': ['x'] };
+    for (const [key, value] of Object.entries(set)) stub.config[`llamaLsp.${key}`] = value;
+    const options = initializationOptions(readSettings(vscode.workspace.getConfiguration('llamaLsp')), true);
+    // A setting this test does not set goes with its default.
+    assert.deepEqual(options, { ...SERVER_DEFAULTS, ...set });
   });
 
   test("completion is on unless turned off, under the server's wire names, trusted or not", () => {
-    assert.equal(DEFAULT_COMPLETION, true);
+    assert.equal(SERVER_DEFAULTS.completion, true);
     const config = vscode.workspace.getConfiguration('llamaLsp');
     assert.equal(completionEnabled(config), true);
     const on = initializationOptions(readSettings(config), false);
@@ -91,7 +76,7 @@ describe('settings', () => {
   });
 
   test('warming is on unless turned off, and goes to the server either way', () => {
-    assert.equal(DEFAULT_WARM, true);
+    assert.equal(SERVER_DEFAULTS.warm, true);
     const on = initializationOptions(readSettings(vscode.workspace.getConfiguration('llamaLsp')), false);
     assert.equal(on.warm, true);
     stub.config = { 'llamaLsp.warm': false };
@@ -106,7 +91,7 @@ describe('settings', () => {
     stub.config = { 'llamaLsp.verifyCommand': 'python -m pytest -q' };
     const options = initializationOptions(readSettings(vscode.workspace.getConfiguration('llamaLsp')), false);
     assert.ok(!('verifyCommand' in options));
-    assert.equal(options.verifyTimeout, DEFAULT_VERIFY_TIMEOUT);
+    assert.equal(options.verifyTimeout, SERVER_DEFAULTS.verifyTimeout);
   });
 
   test("a user's backend reaches an untrusted workspace's server: Restricted Mode drops only the workspace's", () => {
@@ -119,23 +104,38 @@ describe('settings', () => {
 
   test("the manifest's defaults are the code's defaults", () => {
     const properties = manifest.contributes.configuration.properties;
-    assert.equal(properties['llamaLsp.model'].default, DEFAULT_MODEL);
-    assert.equal(properties['llamaLsp.contextSize'].default, DEFAULT_CONTEXT_SIZE);
+    assert.equal(properties['llamaLsp.model'].default, SERVER_DEFAULTS.model);
+    assert.equal(properties['llamaLsp.contextSize'].default, SERVER_DEFAULTS.contextSize);
     assert.equal(properties['llamaLsp.threads'].default, 0);
     assert.equal(properties['llamaLsp.serverCommand'].default, '');
     assert.ok(properties['llamaLsp.trace.server']);
     assert.equal(properties['llamaLsp.verifyCommand'].default, '');
-    assert.equal(properties['llamaLsp.verifyTimeout'].default, DEFAULT_VERIFY_TIMEOUT);
-    assert.equal(properties['llamaLsp.maxVerifyAttempts'].default, DEFAULT_MAX_VERIFY_ATTEMPTS);
+    assert.equal(properties['llamaLsp.verifyTimeout'].default, SERVER_DEFAULTS.verifyTimeout);
+    assert.equal(properties['llamaLsp.maxVerifyAttempts'].default, SERVER_DEFAULTS.maxVerifyAttempts);
     assert.equal(properties['llamaLsp.warm'].type, 'boolean');
-    assert.equal(properties['llamaLsp.warm'].default, DEFAULT_WARM);
+    assert.equal(properties['llamaLsp.warm'].default, SERVER_DEFAULTS.warm);
     assert.match(properties['llamaLsp.warm'].markdownDescription, /background/);
-    assert.equal(properties['llamaLsp.backend'].default, DEFAULT_BACKEND);
+    assert.equal(properties['llamaLsp.backend'].default, SERVER_DEFAULTS.backend);
     assert.deepEqual(properties['llamaLsp.backend'].type, ['string', 'object']);
     assert.equal(properties['llamaLsp.completion'].type, 'boolean');
-    assert.equal(properties['llamaLsp.completion'].default, DEFAULT_COMPLETION);
+    assert.equal(properties['llamaLsp.completion'].default, SERVER_DEFAULTS.completion);
     assert.match(properties['llamaLsp.completion'].markdownDescription, /Tab/);
-    assert.equal(properties['llamaLsp.completionTimeBudgetMs'].default, DEFAULT_COMPLETION_TIME_BUDGET_MS);
+    assert.equal(properties['llamaLsp.completionTimeBudgetMs'].default, SERVER_DEFAULTS.completionTimeBudgetMs);
+  });
+
+  test("every server setting is contributed with the server's default", () => {
+    const properties = manifest.contributes.configuration.properties;
+    for (const [key, value] of Object.entries(SERVER_DEFAULTS)) {
+      assert.deepEqual(properties[`llamaLsp.${key}`]?.default, value, key);
+    }
+  });
+
+  test('initializationOptions carry every server setting, and untrusted, all but TRUSTED_ONLY', () => {
+    assert.deepEqual(TRUSTED_ONLY, ['verifyCommand']);
+    const settings = readSettings(vscode.workspace.getConfiguration('llamaLsp'));
+    assert.deepEqual(Object.keys(initializationOptions(settings, true)).sort(), Object.keys(SERVER_DEFAULTS).sort());
+    const untrusted = Object.keys(initializationOptions(settings, false)).sort();
+    assert.deepEqual(untrusted, Object.keys(SERVER_DEFAULTS).filter((key) => key !== 'verifyCommand').sort());
   });
 
   test('the backend setting says where the key comes from, with an example', () => {

@@ -9,7 +9,7 @@ than stopping: embedding dimension 0 is a constant "bias" feature that the outpu
 push the special tokens and every byte outside printable ASCII (plus newline) far down, so the
 output is always valid UTF-8 and never ends on its own; use max_tokens to bound a generation.
 
-    python tests/tiny_model.py OUT.gguf
+    python harness/tiny_model.py OUT.gguf
 """
 
 from __future__ import annotations
@@ -154,5 +154,5 @@ def write_tiny_model(path: Path, *, seed: int = 0, fim: bool = False) -> Path:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python tests/tiny_model.py OUT.gguf")
+        sys.exit("usage: python harness/tiny_model.py OUT.gguf")
     print(write_tiny_model(Path(sys.argv[1])))

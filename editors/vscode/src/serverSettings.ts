@@ -1,0 +1,104 @@
+/**
+ * The server's settings as a client sends them (initializationOptions, the `llamaLsp` section), the values
+ * that mean the server's defaults, and the ones never sent from an untrusted workspace.
+ * Generated from lsp_server/lsp/settings.py, `make generate`: edit the declarations there, not this file.
+ */
+
+import type { Backend } from './protocol';
+
+export interface ServerSettings {
+  /**
+   * Catalogue model name (`llama-lsp model list`) or the path of a GGUF file. Changing it reloads the model.
+   * Not used with a remote `backend`.
+   */
+  model: string;
+  /**
+   * Context size in tokens for each conversation slot. Changing it reloads the model. Not used with a remote
+   * `backend`.
+   */
+  contextSize: number;
+  /**
+   * Threads for decoding and for reading prompts; 0 picks a default for the machine (half the cores, at most
+   * 4). Changing it reloads the model. Not used with a remote `backend`.
+   */
+  threads: number;
+  /**
+   * Conversations kept warm at once, each in its own slot of `contextSize` tokens whose cached prompt a
+   * follow-up reuses; the least recently used is evicted. Changing it reloads the model. Not used with a
+   * remote `backend`.
+   */
+  slots: number;
+  /**
+   * Directory where the server saves its slots' state, so that the cache survives restarts. Unset:
+   * `~/.cache/llama-lsp` (under `$XDG_CACHE_HOME` when that is set); the models stay in
+   * `~/.cache/llama-lsp/models` either way. Changing it reloads the model. Not used with a remote `backend`.
+   */
+  cacheDir: string | null;
+  /** Tool calls (reading, searching, editing files) the model may make per answer, at most. */
+  maxToolSteps: number;
+  /** Tokens the model may write per model request, at most. */
+  maxTokens: number;
+  /** Sampling temperature; 0 is greedy, so the same question gets the same answer. */
+  temperature: number;
+  /**
+   * Shell command that checks each edit the model proposes, e.g. `python -m pytest -q`, or `python -m pytest
+   * -q {file}` for a test file: `{file}` is replaced by the edited file's path relative to the folder,
+   * shell-quoted. Empty: edits are not checked. Not used in Restricted Mode (an untrusted workspace).
+   */
+  verifyCommand?: string;
+  /** Seconds one run of `verifyCommand` may take before it is stopped and counted as failed. */
+  verifyTimeout: number;
+  /**
+   * How many proposed edits `verifyCommand` checks per request before the first failed one is returned,
+   * marked as failed.
+   */
+  maxVerifyAttempts: number;
+  /**
+   * Warm the model's cache in the background while you read: an open file's prompt when it is opened and
+   * after typing pauses, and each answer for the follow-up, so that a first question about the file
+   * evaluates only the question. Off: the model runs only when you ask something. Not used with a remote
+   * `backend`.
+   */
+  warm: boolean;
+  /**
+   * Inline completion: while you type, the model suggests the rest of the line or a few lines as ghost text.
+   * Off: the server offers none (and VS Code sends no completion requests). Not used with a remote
+   * `backend`.
+   */
+  completion: boolean;
+  /**
+   * Milliseconds a completion may run before it stops at the end of the line it is writing: a longer budget
+   * allows longer, multi-line suggestions; a shorter one keeps them quick on a slow machine. Not used with a
+   * remote `backend`.
+   */
+  completionTimeBudgetMs: number;
+  /**
+   * Where the model runs: `"local"`, in the language server's process (the model of `model`); or `{"url":
+   * "http://host:port/v1", "model": "NAME", "apiKeyEnv": "VAR", "timeout": 600}`, an OpenAI-compatible
+   * server that answers instead (llama.cpp's `llama-server`, vLLM), such as a team's shared GPU machine. The
+   * API key is read from the environment variable `apiKeyEnv` names: the key itself is never a setting. Not
+   * taken from workspace settings in Restricted Mode (an untrusted workspace).
+   */
+  backend: Backend;
+}
+
+export const SERVER_DEFAULTS: Required<ServerSettings> = {
+  model: 'qwen2.5-coder-1.5b',
+  contextSize: 8192,
+  threads: 0,
+  slots: 4,
+  cacheDir: null,
+  maxToolSteps: 6,
+  maxTokens: 1024,
+  temperature: 0,
+  verifyCommand: '',
+  verifyTimeout: 60,
+  maxVerifyAttempts: 3,
+  warm: true,
+  completion: true,
+  completionTimeBudgetMs: 1000,
+  backend: 'local',
+};
+
+/** The settings that make the server run a command on the workspace's code (settings.ts, forTrust). */
+export const TRUSTED_ONLY = ['verifyCommand'] as const;

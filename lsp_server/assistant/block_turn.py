@@ -1,0 +1,169 @@
+"""The block turn: a code action answered in the block-rewrite format (lsp_server.assistant.rewrite).
+
+The model writes the whole block again, and the turn goes through two phases:
+
+- feedback: a block that cannot be the edit (no code block, does not apply or parse) goes back to the
+  model with why, and the model writes it again after reading that, in the same exchange;
+- candidates: once a check failed, every later answer is a fresh candidate for the request's prompt
+  (with its second look, where it has one), not a reply to the failure. On the eval's Fix tasks,
+  retries that read the failed test's output fixed none with the 1.5B model, while fresh candidates
+  passed on some; and the prompt's start stays the cached one, so a candidate decodes little more than
+  its answer.
+
+The exchange (the request and what followed it) is kept apart from the conversation while the turn
+runs, and joins it when the turn ends: the accepted answer's exchange, or when no candidate passed, the
+first failed one, whose edit comes back marked failed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engine import ChatEngine, ChatRequest, ChatResult
+from .conversation import RETRY_TEMPERATURE, Conversation, ToolCallRecord, TurnResult, count_answer
+from .rewrite import code_block
+from .tool_schemas import TOOL_NAMES, schemas_for
+from .tools import ToolRunner
+from .verify import Verifier
+
+log = logging.getLogger("llama_lsp.block_turn")
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BlockRequest:
+    """What a block turn asks: the model reads `message` (the code and what is asked of it) and then
+    `write`, which asks for the block after a sentence or two of analysis where the action needs one
+    (Fix, Refactor): small models write a better block right after saying what is wrong, in the same
+    answer, than in a second answer.
+    """
+
+    message: str
+    write: str  # asks for the whole new block in one fenced code block; repeated after a refusal
+    write_tokens: int = 1024
+    max_attempts: int = 3  # writes of the block, each after the previous one was refused
+    # More to read for the candidates written after a failed check (a Fix: the code its problem names).
+    # Not in the first prompt: with it, the 1.5B model fixed other tasks of the eval than without it,
+    # and each of the two prompts is a candidate of its own.
+    second_look: str = ""
+
+    def prompt(self, second_look: bool = False) -> str:
+        parts = [self.message, self.second_look if second_look else "", self.write]
+        return "\n\n".join(part for part in parts if part)
+
+
+@dataclass
+class BlockTurn:
+    """One block turn's state. `run` writes the block until `propose` accepts it (returns None) and the
+    verifier's check passes, or the attempts run out.
+
+    `propose` gets the code of the answer's fenced block and returns why it cannot be the edit. A block
+    already refused is refused again without a check. Each prompt's first answer is greedy; the ones
+    after it are sampled, seeded per attempt, so that the same request still gives the same tokens.
+    """
+
+    engine: ChatEngine
+    conversation: Conversation
+    runner: ToolRunner
+    request: BlockRequest
+    propose: Callable[[str], str | None]
+    temperature: float = 0.0
+    verifier: Verifier | None = None
+    exchange: list[Message] = field(default_factory=list, init=False)  # the request and what followed
+    refused: dict[str, str] = field(default_factory=dict, init=False)  # code -> why
+    # The exchange whose edit comes back when no candidate passes: the first that failed a check.
+    # Set, it also says the turn is in its candidates phase.
+    first_failed: list[Message] | None = field(default=None, init=False)
+    greedy: bool = field(default=True, init=False)  # the next answer is the first for its prompt
+    result: TurnResult | None = field(default=None, init=False)
+    records: list[ToolCallRecord] = field(default_factory=list, init=False)
+
+    async def run(self) -> TurnResult:
+        """The turn's content is what the accepted answer (or the first failed one) says before its code."""
+        self.exchange = [{"role": "user", "content": self.request.prompt()}]
+        try:
+            for attempt in range(self.request.max_attempts):
+                answer = await self._answer(attempt)
+                if answer.finish_reason in ("cancelled", "error"):
+                    self.exchange.append({"role": "assistant", "content": answer.content})
+                    break
+                if await self._accepted(answer):
+                    break
+        except BaseException:  # the conversation keeps what was said, as far as it went
+            self.conversation.messages.extend(self.exchange)
+            raise
+        result = self.result
+        assert result is not None  # max_attempts >= 1
+        if result.finish_reason == "edit":
+            result.content = _analysis(self.exchange[-1]["content"])
+        elif self.first_failed is not None:  # no candidate passed: the first failed one's edit comes back
+            self.exchange = self.first_failed
+            result.content = _analysis(self.exchange[-1]["content"])
+        else:
+            result.content = ""
+        self.conversation.messages.extend(self.exchange)
+        return result
+
+    async def _answer(self, attempt: int) -> ChatResult:
+        temperature = self.temperature if self.greedy else max(self.temperature, RETRY_TEMPERATURE)
+        self.greedy = False
+        answer = await self.engine.generate(
+            ChatRequest(
+                messages=[*self.conversation.messages, *self.exchange],
+                # The tools stay declared, unused, so that the prompt's prefix is the same as for every
+                # other turn.
+                tools=schemas_for(TOOL_NAMES),
+                tool_choice="none",
+                max_tokens=self.request.write_tokens,
+                temperature=temperature,
+                seed=attempt,
+                slot=self.conversation.id,
+            )
+        )
+        self.result = count_answer(self.result, answer, self.records)
+        return answer
+
+    async def _accepted(self, answer: ChatResult) -> bool:
+        """Judges the answer's block; moves the turn on to its next phase when it is refused."""
+        assert self.result is not None
+        code = code_block(answer.content)
+        failed_check = False
+        if code is None:
+            problem: str | None = "There is no code block in your answer."
+        elif code in self.refused:
+            problem = self.refused[code]
+        else:
+            problem = self.propose(code)
+            if problem is None and self.verifier is not None:
+                problem = await self.verifier.check_latest(self.runner)
+                failed_check = problem is not None
+        self.records.append(ToolCallRecord("write_block", {"code": code}, problem or "accepted"))
+        reply = {"role": "assistant", "content": answer.content}
+        if problem is None:
+            self.exchange.append(reply)
+            self.result.finish_reason = "edit"
+            return True
+        log.info("block refused: %s", problem[:300])
+        self.refused.setdefault(code or "", problem)
+        if failed_check and self.first_failed is None:
+            self._start_candidates(reply)
+        elif self.first_failed is None:  # feedback: the model reads why, then writes the block again
+            self.exchange += [reply, {"role": "user", "content": f"{problem}\n\n{self.request.write}"}]
+        return False
+
+    def _start_candidates(self, failed: Message) -> None:
+        """From the first failed check on, every answer is a fresh candidate: for the prompt with the
+        second look, then for the same prompt again."""
+        self.first_failed = [*self.exchange, failed]
+        if self.request.second_look:
+            self.exchange = [{"role": "user", "content": self.request.prompt(second_look=True)}]
+            self.greedy = True
+
+
+def _analysis(answer: str) -> str:
+    """What an answer says before its code."""
+    return answer.split("```")[0].strip()

@@ -1,0 +1,122 @@
+"""The headless client: the real server as a subprocess over stdio, driven as an editor drives it.
+
+`llama-lsp ask`, `make eval` and `python -m bench` share it: start the server, initialize it with its
+options, wait for the model, and end the session (shutdown, exit, the process waited for), with the
+server's stderr drained all along. Partial results, status notifications and shown messages arrive
+here; the callers decide what to do with them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+from pygls.protocol import default_converter
+
+from ..lsp import protocol
+from ..lsp.rpc_client import server_process
+
+
+class HeadlessClient(LanguageClient):
+    def __init__(self, verbose: bool = False):
+        super().__init__("llama-lsp-ask", "1", converter_factory=default_converter)
+        self.verbose = verbose  # the server's stderr is shown, not only drained
+        self.stream: Callable[[str], None] | None = None  # where partial results go
+        self.status: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._drain: asyncio.Task[None] | None = None
+        self._register_handlers()
+
+    def _register_handlers(self) -> None:
+        @self.feature(types.PROGRESS)
+        def on_progress(params: types.ProgressParams) -> None:
+            value = protocol.to_plain(params.value)
+            if isinstance(value, dict) and "delta" in value and self.stream is not None:
+                self.stream(value["delta"])
+            elif isinstance(value, dict) and value.get("kind") == "begin":
+                print(f"{value.get('title', '')}...", file=sys.stderr)
+
+        @self.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+        def on_progress_create(_params: types.WorkDoneProgressCreateParams) -> None:
+            return None
+
+        @self.feature(types.WINDOW_SHOW_MESSAGE)
+        def on_message(params: types.ShowMessageParams) -> None:
+            print(params.message, file=sys.stderr)
+
+        @self.feature(types.WORKSPACE_CONFIGURATION)
+        def on_configuration(params: types.ConfigurationParams) -> list[Any]:
+            return [None for _ in params.items]
+
+        @self.feature(protocol.STATUS)
+        def on_status(params: Any) -> None:
+            self.status.put_nowait(protocol.to_plain(params))
+
+    async def start(self, *server_args: str) -> None:
+        """Starts `python -m lsp_server --stdio` with these arguments."""
+        await self.start_io(sys.executable, "-m", "lsp_server", "--stdio", *server_args)
+        self._drain = asyncio.create_task(self._forward_stderr())
+
+    async def initialize_session(self, root: Path, options: dict[str, Any]) -> types.InitializeResult:
+        result = await self.initialize_async(initialize_params(root, options))
+        self.initialized(types.InitializedParams())
+        return result
+
+    async def wait_until_loaded(self) -> dict[str, Any]:
+        """The first status that says the model is loaded (ready) or could not be (error)."""
+        while (status := await self.status.get())["state"] not in (protocol.READY, protocol.ERROR):
+            pass
+        return status
+
+    async def request(self, method: str, params: Any) -> Any:
+        """One of our custom requests; the result comes back as plain JSON."""
+        return protocol.to_plain(await self.protocol.send_request_async(method, params))
+
+    async def shutdown_session(self, timeout_s: float = 30.0) -> None:
+        """shutdown (the server saves its state), exit, then waits for the process to end."""
+        await self._shutdown_and_exit(timeout_s)
+        await self.stop()
+
+    async def close(self) -> None:
+        """Ends the session whatever became of the server, after an error too."""
+        with contextlib.suppress(Exception):  # the server is going away either way
+            await self._shutdown_and_exit(30.0)
+        await self.stop()
+
+    async def _shutdown_and_exit(self, timeout_s: float) -> None:
+        await asyncio.wait_for(self.shutdown_async(None), timeout_s)
+        self.exit(None)
+
+    async def stop(self) -> None:
+        """pygls's stop (waits for the process), then the stderr drain, which has nothing left to read."""
+        await super().stop()
+        if self._drain is not None:
+            self._drain.cancel()
+
+    async def _forward_stderr(self) -> None:
+        """Drains the server's stderr (so it never blocks on a full pipe); shows it when verbose."""
+        server = server_process(self)
+        if server is None or server.stderr is None:
+            return
+        while line := await server.stderr.readline():
+            if self.verbose:
+                sys.stderr.write(line.decode("utf-8", "replace"))
+
+
+def initialize_params(root: Path, options: dict[str, Any]) -> types.InitializeParams:
+    """What the headless client says in `initialize`: one folder, the server's options, and that it
+    shows progress and answers configuration requests but applies no edits itself."""
+    return types.InitializeParams(
+        capabilities=types.ClientCapabilities(
+            window=types.WindowClientCapabilities(work_done_progress=True),
+            workspace=types.WorkspaceClientCapabilities(configuration=True, apply_edit=False),
+        ),
+        root_uri=root.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+        initialization_options=options,
+    )

@@ -1,0 +1,407 @@
+"""Writes what the settings' declarations (settings.py) generate: VS Code's package.json contribution and
+TypeScript type, the Neovim plugin's annotations and help section, and the settings tables of the docs.
+
+`make generate` (`python -m lsp_server.lsp.settings_docs`) rewrites the files; tests/test_settings_declared.py
+renders them again and fails when one on disk differs. Only the generated part of a file is rewritten: a
+whole file that says so, the text between `begin settings`/`end settings` marker comments, package.json's
+server settings, and the help file's settings section.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .settings import BACKEND_SCHEMA, SECTION, SPECS, Kind, SettingSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_JSON = ROOT / "editors" / "vscode" / "package.json"
+TS_SETTINGS = ROOT / "editors" / "vscode" / "src" / "serverSettings.ts"
+VSCODE_README = ROOT / "editors" / "vscode" / "README.md"
+LUA_CONFIG = ROOT / "editors" / "nvim" / "lua" / "llama_lsp" / "config.lua"
+NVIM_HELP = ROOT / "editors" / "nvim" / "doc" / "llama_lsp.txt"
+PROTOCOL_DOC = ROOT / "docs" / "protocol.md"
+README = ROOT / "README.md"
+
+GENERATOR = "lsp_server/lsp/settings.py, `make generate`"
+# The extension's own settings, declared by hand in package.json: read by the extension (settings.ts)
+# or by vscode-languageclient. Any other property of the section that is no server setting is dropped.
+VSCODE_CLIENT_SETTINGS = (f"{SECTION}.serverCommand", f"{SECTION}.trace.server")
+# The Neovim plugin sends these from its `completion` options (config.lua, server_settings), never from
+# init_options, so its annotations and help leave them out.
+NVIM_FROM_COMPLETION_OPTIONS = ("completion", "completionTimeBudgetMs")
+
+
+class Types(NamedTuple):
+    """A kind of setting's type in each place that declares one."""
+
+    schema: str | list[str]  # package.json (JSON Schema)
+    typescript: str
+    lua: str
+    docs: str
+
+
+TYPES: dict[Kind, Types] = {
+    "bool": Types("boolean", "boolean", "boolean", "boolean"),
+    "int": Types("integer", "number", "integer", "integer"),
+    "float": Types("number", "number", "number", "number"),
+    "str": Types("string", "string", "string", "string"),
+    "path": Types(["string", "null"], "string | null", "string", "path"),
+    "command": Types("string", "string", "string|false", "string"),  # false: none, in the Lua plugin
+    "backend": Types(
+        ["string", "object"], "Backend", '"local"|llama_lsp.RemoteBackend', '`"local"` or object'
+    ),
+}
+
+_REFERENCE = re.compile(r"#(\w+)#")  # `#contextSize#` in a doc: another setting
+_WIRE = {spec.wire for spec in SPECS}
+
+
+def _references(text: str, render: Callable[[str], str]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        if match.group(1) not in _WIRE:
+            raise ValueError(f"a doc refers to #{match.group(1)}#, which is no setting")
+        return render(match.group(1))
+
+    return _REFERENCE.sub(replace, text)
+
+
+def markdown(text: str) -> str:
+    """A declared doc for Markdown outside VS Code: a reference is the setting's name."""
+    return _references(text, lambda wire: wire)
+
+
+def plain(value: Any) -> Any:
+    """JSON as written by hand: 60 rather than 60.0."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    return value
+
+
+def _wrap(text: str, width: int, **options: Any) -> list[str]:
+    """Lines of at most width, broken at spaces only (never inside `a-b`)."""
+    return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False, **options)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(plain(value), ensure_ascii=False)
+
+
+def notes(spec: SettingSpec, *, vscode: bool) -> list[str]:
+    """What the flags say about a setting, as sentences."""
+    said = []
+    if spec.reloads_model:
+        said.append("Changing it reloads the model.")
+    if spec.local_only:
+        said.append("Not used with a remote `#backend#`.")
+    if vscode and spec.trusted_only:
+        said.append("Not used in Restricted Mode (an untrusted workspace).")
+    elif vscode and spec.restricted:
+        said.append("Not taken from workspace settings in Restricted Mode (an untrusted workspace).")
+    return said
+
+
+def _type_label(spec: SettingSpec) -> str:
+    """The type as the docs' tables say it, with a number's bounds."""
+    if spec.bounds is None:
+        return TYPES[spec.kind].docs
+    low, high = plain(spec.bounds)
+    return f"{TYPES[spec.kind].docs}, {low} to {high}"
+
+
+# --- VS Code ---------------------------------------------------------------------------------------
+
+
+def vscode_property(spec: SettingSpec) -> dict[str, Any]:
+    """The setting's entry in package.json's contributes.configuration.properties."""
+    entry: dict[str, Any] = {"type": TYPES[spec.kind].schema, "default": spec.default}
+    if spec.bounds is not None:
+        entry["minimum"], entry["maximum"] = spec.bounds
+    if spec.kind == "path":
+        entry["scope"] = "machine-overridable"  # a path on this machine, not the workspace's
+    if spec.kind == "backend":
+        entry.update(BACKEND_SCHEMA)
+    summary, *details = spec.doc.split("\n\n", 1)
+    doc = "\n\n".join([" ".join([summary, *notes(spec, vscode=True)]), *details])
+    entry["markdownDescription"] = _references(doc, lambda wire: f"#{SECTION}.{wire}#")
+    return plain(entry)
+
+
+def _dump(value: Any, indent: str) -> str:
+    """JSON laid out as package.json is: an object over lines (one of a single plain value on one), a list
+    of plain values on one."""
+    if isinstance(value, dict) and len(value) == 1 and not _nested(list(value.values())):
+        [(key, item)] = value.items()
+        return f"{{ {_json(key)}: {_json(item)} }}"
+    if isinstance(value, dict) and value:
+        inner = indent + "  "
+        members = [f"{inner}{_json(key)}: {_dump(item, inner)}" for key, item in value.items()]
+        return "{\n" + ",\n".join(members) + "\n" + indent + "}"
+    if isinstance(value, list) and _nested(value):
+        inner = indent + "  "
+        return "[\n" + ",\n".join(inner + _dump(item, inner) for item in value) + "\n" + indent + "]"
+    return _json(value)
+
+
+def _nested(values: list[Any]) -> bool:
+    return any(isinstance(value, dict | list) for value in values)
+
+
+def _value_span(text: str, key: str, after: int = 0) -> tuple[int, int]:
+    """Where the object or list that follows `"key":` (first after `after`) starts and ends in text."""
+    start = text.index(f'"{key}"', after)
+    start = min(i for i in (text.find("{", start), text.find("[", start)) if i >= 0)
+    depth, in_string, escaped = 0, False, False
+    for end in range(start, len(text)):
+        char = text[end]
+        if escaped:
+            escaped = False
+        elif in_string:
+            escaped, in_string = char == "\\", char != '"'
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return start, end + 1
+    raise ValueError(f"no end to {key!r}")
+
+
+def _indent_at(text: str, at: int) -> str:
+    line = text[text.rfind("\n", 0, at) + 1 : at]
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _replace_json(text: str, key: str, value: Any, after: int = 0) -> str:
+    start, end = _value_span(text, key, after)
+    return text[:start] + _dump(value, _indent_at(text, start)) + text[end:]
+
+
+def package_json(text: str) -> str:
+    """package.json with the server settings' properties and restricted configurations as declared; the
+    client's own properties keep their place (those before the first server setting stay first)."""
+    manifest = json.loads(text)
+    server = {f"{SECTION}.{spec.wire}": vscode_property(spec) for spec in SPECS}
+    properties: dict[str, Any] = {}
+    for key, entry in manifest["contributes"]["configuration"]["properties"].items():
+        if key in VSCODE_CLIENT_SETTINGS:
+            properties[key] = entry
+        elif not server.keys() & properties.keys():
+            properties.update(server)
+    properties.update(server)  # when there was none yet
+
+    restricted = [f"{SECTION}.{spec.wire}" for spec in SPECS if spec.restricted]
+    before = manifest["capabilities"]["untrustedWorkspaces"]["restrictedConfigurations"]
+    kept = [key for key in before if key in restricted or key in VSCODE_CLIENT_SETTINGS]
+    restricted_configurations = kept + [key for key in restricted if key not in kept]
+
+    configuration = text.index('"configuration"', text.index('"contributes"'))
+    text = _replace_json(text, "properties", properties, configuration)
+    return _replace_json(text, "restrictedConfigurations", restricted_configurations)
+
+
+def _ts_literal(value: Any) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return _json(value)
+
+
+def typescript() -> str:
+    """serverSettings.ts: the settings' type, the values that mean their defaults, the trusted-only keys."""
+    fields = []
+    for spec in SPECS:
+        doc = _wrap(markdown(" ".join([spec.summary, *notes(spec, vscode=True)])), 104)
+        if len(doc) == 1:
+            fields.append(f"  /** {doc[0]} */")
+        else:
+            fields.extend(["  /**", *(f"   * {line}" for line in doc), "   */"])
+        optional = "?" if spec.trusted_only else ""  # forTrust leaves it out
+        fields.append(f"  {spec.wire}{optional}: {TYPES[spec.kind].typescript};")
+    defaults = [f"  {spec.wire}: {_ts_literal(spec.default)}," for spec in SPECS]
+    trusted_only = ", ".join(_ts_literal(spec.wire) for spec in SPECS if spec.trusted_only)
+    return f"""/**
+ * The server's settings as a client sends them (initializationOptions, the `{SECTION}` section), the values
+ * that mean the server's defaults, and the ones never sent from an untrusted workspace.
+ * Generated from {GENERATOR}: edit the declarations there, not this file.
+ */
+
+import type {{ Backend }} from './protocol';
+
+export interface ServerSettings {{
+{chr(10).join(fields)}
+}}
+
+export const SERVER_DEFAULTS: Required<ServerSettings> = {{
+{chr(10).join(defaults)}
+}};
+
+/** The settings that make the server run a command on the workspace's code (settings.ts, forTrust). */
+export const TRUSTED_ONLY = [{trusted_only}] as const;
+"""
+
+
+def _summary_cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def vscode_readme_table(package_json_text: str) -> str:
+    """The extension README's table: every setting it contributes (the server's and its own)."""
+    properties = json.loads(package_json_text)["contributes"]["configuration"]["properties"]
+    rows = ["| setting | type | default | |", "|---|---|---|---|"]
+    for key, entry in properties.items():
+        types = entry["type"] if isinstance(entry["type"], list) else [entry["type"]]
+        kind = " or ".join(types)
+        if "minimum" in entry:
+            kind += f", {entry['minimum']} to {entry['maximum']}"
+        if "enum" in entry:
+            kind = " or ".join(f"`{_json(value)}`" for value in entry["enum"])
+        doc = (entry.get("markdownDescription") or entry["description"]).split("\n\n", 1)[0]
+        doc = re.sub(rf"#({SECTION}\.[\w.]+)#", r"\1", doc)
+        rows.append(f"| `{key}` | {kind} | `{_json(entry['default'])}` | {_summary_cell(doc)} |")
+    return "\n".join(rows)
+
+
+# --- docs ------------------------------------------------------------------------------------------
+
+
+def _names(wires: list[str], conjunction: str = "and") -> str:
+    quoted = [f"`{wire}`" for wire in wires]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} {conjunction} {quoted[-1]}"
+
+
+def settings_table(first_column: str) -> str:
+    """The docs' table of the server's settings, and what the flags say about them."""
+    rows = [f"| {first_column} | type | default | |", "|---|---|---|---|"]
+    for spec in SPECS:
+        rows.append(
+            f"| `{spec.wire}` | {_type_label(spec)} | `{_json(spec.default)}` | "
+            f"{_summary_cell(markdown(spec.summary))} |"
+        )
+    reloading = [spec.wire for spec in SPECS if spec.reloads_model]
+    local = [spec.wire for spec in SPECS if spec.local_only]
+    flags = (
+        f"Changing {_names(reloading, 'or')} reloads the model. "
+        f"With a remote `backend`, {_names(local)} do not apply."
+    )
+    return "\n".join(rows) + "\n\n" + "\n".join(_wrap(flags, 110))
+
+
+# --- Neovim ----------------------------------------------------------------------------------------
+
+
+def _lua_literal(value: Any) -> str:
+    return _json(value) if not isinstance(value, bool) else str(value).lower()
+
+
+def _nvim_specs() -> list[SettingSpec]:
+    return [spec for spec in SPECS if spec.wire not in NVIM_FROM_COMPLETION_OPTIONS]
+
+
+def lua_annotations() -> str:
+    """config.lua's `llama_lsp.ServerSettings` class."""
+    heads = [f"---@field {spec.wire}? {TYPES[spec.kind].lua}" for spec in _nvim_specs()]
+    column = max(len(head) for head in heads if len(head) <= 40) + 1
+    lines = [
+        "---Server settings, camelCase as on the wire (the `llamaLsp` section; the server's defaults fill "
+        "the rest).",
+        "---@class llama_lsp.ServerSettings",
+    ]
+    for head, spec in zip(heads, _nvim_specs(), strict=True):
+        doc = markdown(spec.summary)
+        if spec.default is not None:
+            doc += f" Default: {_lua_literal(spec.default)}."
+        first = head.ljust(column) if len(head) < column else head + " "
+        lines.extend(_wrap(doc, 110, initial_indent=first, subsequent_indent="---".ljust(column)))
+    return "\n".join(lines)
+
+
+def help_section() -> str:
+    """The body of the help file's SERVER SETTINGS section, after its heading line."""
+    intro = (
+        "The keys of `init_options` (|llama_lsp.setup()|), as the server takes them: the server's "
+        "default applies to a key left out. "
+        f"{_names(list(NVIM_FROM_COMPLETION_OPTIONS))} are set through the `completion` options instead "
+        "(|llama_lsp-completion|)."
+    )
+    lines = ["", *_wrap(intro, 78)]
+    for spec in _nvim_specs():
+        kind = '"local" or table' if spec.kind == "backend" else _type_label(spec)
+        default = "" if spec.default is None else f", default {_lua_literal(spec.default)}"
+        lines.extend(["", f"`{spec.wire}` ({kind}{default})"])
+        doc = " ".join([markdown(spec.summary), *map(markdown, notes(spec, vscode=False))])
+        lines.extend(_wrap(doc, 78, initial_indent="    ", subsequent_indent="    "))
+    return "\n".join([*lines, "", ""])
+
+
+# --- the files -------------------------------------------------------------------------------------
+
+
+def between_markers(text: str, body: str, comment: tuple[str, str], where: Path) -> str:
+    """text with the lines between its `begin settings` and `end settings` comments replaced by body."""
+    opening, closing = comment
+    begin = f"{opening} begin settings: generated from {GENERATOR} {closing}".rstrip()
+    end = f"{opening} end settings {closing}".rstrip()
+    pattern = re.compile(rf"^{re.escape(begin)}\n.*?^{re.escape(end)}$", flags=re.MULTILINE | re.DOTALL)
+    if len(pattern.findall(text)) != 1:
+        raise ValueError(f"{where}: expected one {begin!r} ... {end!r} block")
+    return pattern.sub(lambda _: f"{begin}\n{body}\n{end}", text)
+
+
+HELP_HEADING = re.compile(r"^\d+\. SERVER SETTINGS +\*llama_lsp-settings\*\n", flags=re.MULTILINE)
+
+
+def help_file(text: str) -> str:
+    """The help file with its SERVER SETTINGS section (up to the next rule) generated."""
+    heading = HELP_HEADING.search(text)
+    if heading is None:
+        raise ValueError(f"{NVIM_HELP}: no '<n>. SERVER SETTINGS *llama_lsp-settings*' heading")
+    rule = re.compile(r"^=+$", flags=re.MULTILINE).search(text, heading.end())
+    end = rule.start() if rule else len(text)
+    return text[: heading.end()] + help_section() + text[end:]
+
+
+MARKDOWN = ("<!--", "-->")
+LUA = ("--", "")
+
+
+def render_all() -> dict[Path, str]:
+    """Every generated file's text as the declarations make it now."""
+
+    def read(path: Path) -> str:
+        return path.read_text(encoding="utf-8")
+
+    manifest = package_json(read(PACKAGE_JSON))
+    return {
+        PACKAGE_JSON: manifest,
+        TS_SETTINGS: typescript(),
+        VSCODE_README: between_markers(
+            read(VSCODE_README), vscode_readme_table(manifest), MARKDOWN, VSCODE_README
+        ),
+        LUA_CONFIG: between_markers(read(LUA_CONFIG), lua_annotations(), LUA, LUA_CONFIG),
+        NVIM_HELP: help_file(read(NVIM_HELP)),
+        PROTOCOL_DOC: between_markers(read(PROTOCOL_DOC), settings_table("key"), MARKDOWN, PROTOCOL_DOC),
+        README: between_markers(read(README), settings_table("setting"), MARKDOWN, README),
+    }
+
+
+def main() -> int:
+    for path, text in render_all().items():
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
