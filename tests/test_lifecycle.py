@@ -222,3 +222,76 @@ async def test_exit_without_shutdown_during_an_answer_ends_the_server_promptly(s
     assert time.monotonic() - started < 3.0
     answer.cancel()
     assert process.returncode == 1  # exit without shutdown, as the LSP specification says
+
+
+async def test_a_second_initialize_is_refused_and_changes_nothing(session, tiny_model: Path):
+    start, root = session
+    client = await start({"model": str(tiny_model), "contextSize": 512, "slots": 2, "maxTokens": 4})
+    await client.wait_for_status(protocol.READY, timeout=60)
+    (root / "a.py").write_text("x = 1\n")
+    uri = open_document(client, root / "a.py")
+    again = initialize_params(root, {"model": "qwen2.5-coder-0.5b"})
+    with pytest.raises(JsonRpcException) as refused:
+        await client.protocol.send_request_async(types.INITIALIZE, again)
+    assert refused.value.code == -32600  # InvalidRequest
+    assert "already initialized" in refused.value.message
+    # The open document and the settings are as they were: the actions are listed, on the same model.
+    line = types.Range(types.Position(0, 0), types.Position(0, 5))
+    listed = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            types.TextDocumentIdentifier(uri), line, types.CodeActionContext(diagnostics=[])
+        )
+    )
+    assert listed, "the document was dropped"
+    stats = await client.request(protocol.STATS, {})
+    assert stats["model"] == str(tiny_model)
+    answer = await client.request(protocol.CHAT, {"message": "hi", "textDocument": {"uri": uri}}, timeout=60)
+    assert answer["finishReason"] == "length"
+
+
+async def test_requests_queued_when_a_setting_reloads_the_model_run_on_the_new_engine(
+    session, tiny_model: Path
+):
+    start, _root = session
+    options = {"model": str(tiny_model), "contextSize": 16384, "slots": 3, "maxTokens": 8000}
+    client = await start(options)
+    await client.wait_for_status(protocol.READY, timeout=60)
+    running = asyncio.ensure_future(
+        client.request(protocol.CHAT, {"message": "a", "partialResultToken": "a"})
+    )
+    while not client.partials.get("a"):
+        await asyncio.sleep(0.01)
+    queued = [asyncio.ensure_future(client.request(protocol.CHAT, {"message": m})) for m in "bc"]
+    await asyncio.sleep(0.3)  # both wait in the engine's queue behind the running answer
+    assert not running.done()
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"llamaLsp": {**options, "contextSize": 12288}})
+    )
+    answers = await asyncio.wait_for(asyncio.gather(*queued), 120)
+    assert [answer["finishReason"] for answer in answers] == ["length", "length"]
+    assert (await running)["finishReason"] in ("cancelled", "length")  # it ran on the old engine
+    stats = await client.request(protocol.STATS, {})
+    assert stats["modelLoads"] == 2
+    assert stats["engine"]["n_ctx"] == 12288 * 3
+
+
+async def test_stats_answer_at_once_while_a_long_answer_runs(session, tiny_model: Path):
+    start, _root = session
+    client = await start({"model": str(tiny_model), "contextSize": 16384, "slots": 2, "maxTokens": 6000})
+    await client.wait_for_status(protocol.READY, timeout=60)
+    idle = await client.request(protocol.STATS, {})
+    running = asyncio.ensure_future(
+        client.request(protocol.CHAT, {"message": "a", "partialResultToken": "a"})
+    )
+    while not client.partials.get("a"):
+        await asyncio.sleep(0.01)
+    for _ in range(3):
+        asked = time.monotonic()
+        stats = await client.request(protocol.STATS, {})
+        assert time.monotonic() - asked < 0.2
+        assert not running.done()  # asked while the answer ran
+        assert stats["state"] == protocol.BUSY
+        assert stats["engine"]["slots"] == idle["engine"]["slots"]  # as of before the answer began
+    await running
+    after = await client.request(protocol.STATS, {})  # the engine is free: read from it again
+    assert after["engine"]["slots"] != idle["engine"]["slots"]

@@ -229,7 +229,6 @@ def test_tool_call_start_agrees_with_the_native_one_at_every_cut_of_an_answer():
 REMOTE_WITHOUT_NATIVE = """
 import sys, types
 from pathlib import Path
-from types import SimpleNamespace
 
 import lsp_server
 
@@ -247,10 +246,10 @@ tools = [{"type": "function", "function": {"name": "edit", "parameters": {}}}]
 pieces = []
 answer = _Answer(ChatRequest(messages=[], tools=tools), pieces.append)
 text = 'Sure.\\n```json\\n{"name": "edit", "arguments": {"path": "a.py"}}\\n```'
-for at in range(0, len(text), 3):
-    delta = SimpleNamespace(content=text[at : at + 3], tool_calls=None)
-    choice = SimpleNamespace(delta=delta, finish_reason="stop" if at + 3 >= len(text) else None)
-    answer.add(SimpleNamespace(usage=None, model_extra={}, choices=[choice]), 0.0)
+for at in range(0, len(text), 3):  # chunks as the stream carries them
+    finish_reason = "stop" if at + 3 >= len(text) else None
+    choice = {"index": 0, "delta": {"content": text[at : at + 3]}, "finish_reason": finish_reason}
+    answer.add({"object": "chat.completion.chunk", "choices": [choice]}, 0.0)
 result = answer.result(1.0)
 assert "".join(pieces) == "Sure.\\n", pieces
 assert result.content == "Sure.", result.content

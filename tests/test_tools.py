@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -154,6 +155,81 @@ def test_a_symlink_inside_the_workspace_reads_its_target(root: Path):
     (root / "alias.py").symlink_to(root / "src" / "util.py")
     result = runner_for(root).run("read_file", {"path": "alias.py"}).text
     assert result.startswith("src/util.py (lines 1-2 of 2):")
+
+
+def test_a_file_swapped_for_an_outside_symlink_during_reads_never_leaks(root: Path):
+    """The swap races the read: a file, and the directory above another, keep being replaced by links
+    to an outside secret while the tools read them. A read sees the file or refuses; never the secret."""
+    outside = root.parent / "outside"
+    outside.mkdir()
+    (outside / "data.txt").write_text("SECRET\n")
+    (root / "data.txt").write_text("plain\n")
+    (root / "dir").mkdir()
+    (root / "dir" / "data.txt").write_text("plain\n")
+    stop = threading.Event()
+
+    def swap(name: str, target: Path) -> None:
+        real, link, spare = root / name, root / f".{name}.link", root / f".{name}.real"
+        while not stop.is_set():
+            link.unlink(missing_ok=True)
+            link.symlink_to(target)
+            os.rename(real, spare)  # moves the real entry aside; the link takes its place at once
+            os.rename(link, real)
+            os.rename(real, link)
+            os.rename(spare, real)
+
+    swappers = [
+        threading.Thread(target=swap, args=("data.txt", outside / "data.txt")),
+        threading.Thread(target=swap, args=("dir", outside)),
+    ]
+    for thread in swappers:
+        thread.start()
+    runner = runner_for(root)
+    seen: list[str] = []
+    try:
+        for n in range(3000):
+            if n % 3 == 2:  # search reads every file, through the same check
+                seen.append(runner.run("search", {"pattern": ".", "glob": "data.txt"}).text)
+            else:
+                seen.append(runner.run("read_file", {"path": ("data.txt", "dir/data.txt")[n % 3]}).text)
+    finally:
+        stop.set()
+        for thread in swappers:
+            thread.join()
+    assert sum("plain" in text for text in seen) > 0  # the race ran: some reads saw the real file
+    assert [text for text in seen if "SECRET" in text] == []
+
+
+def test_a_read_given_an_unresolved_path_follows_links_only_inside_the_workspace(root: Path):
+    """The read itself walks the path (a link may appear after `resolve`): links and `..` that stay inside
+    are followed, as `resolve` follows them, and one that leaves is refused."""
+    outside = root.parent / "outside"
+    outside.mkdir()
+    (outside / "util.py").write_text("SECRET\n")
+    (root / "lib").symlink_to("src")  # relative
+    (root / "src" / "again.py").symlink_to(root / "src" / "util.py")  # absolute
+    (root / "up").symlink_to("src/..")
+    (root / "away").symlink_to(outside)
+    sandbox = Sandbox([root])
+    util = (root / "src" / "util.py").read_text()
+    assert sandbox.read_text(root / "lib" / "util.py") == util
+    assert sandbox.read_text(root / "lib" / "again.py") == util
+    assert sandbox.read_text(root / "up" / "lib" / ".." / "src" / "util.py") == util
+    for escape in (root / "away" / "util.py", root / "lib" / ".." / ".." / "outside" / "util.py"):
+        with pytest.raises(ToolError, match="outside the workspace"):
+            sandbox.read_text(escape)
+    (root / "loop").symlink_to("loop")
+    with pytest.raises(ToolError, match="cannot read loop/x: Too many levels of symbolic links"):
+        sandbox.read_text(root / "loop" / "x")
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(root: Path):
+    os.mkfifo(root / "pipe")
+    runner = runner_for(root)
+    started = time.monotonic()
+    assert runner.run("read_file", {"path": "pipe"}).text == "Error: pipe is not a regular file"
+    assert runner.run("search", {"pattern": "print"}).text == "src/app.py:2: print('hello')"
+    assert time.monotonic() - started < 2
 
 
 def test_binary_files_are_refused(root: Path):

@@ -21,7 +21,10 @@ pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.usefixtures(
 
 # The first two runs fail whatever the code: the look at the code as it is, and the first edit's check,
 # so the retry path always runs; later runs are the tests. The counter lives outside the workspace,
-# where only this test looks.
+# where only this test looks. It must outlive each check, and a check in the sandbox can write nothing
+# that does (each starts from a fresh copy, and everything else is read-only or thrown away), so this
+# test runs its checks without the sandbox: what it is about is the retries. The sandbox is
+# tests/test_check_sandbox.py's, and test_code_actions.py's demo Fix runs its check in it.
 RUNS = Path(tempfile.mkdtemp(prefix="llama-lsp-test-")) / "runs"
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider test_inventory.py"
 VERIFY_COMMAND = (
@@ -29,7 +32,12 @@ VERIFY_COMMAND = (
     "echo 'test_inventory.py: 1 failed (this check fails on purpose)'; exit 1; fi"
 )
 MAX_ATTEMPTS = 3
-SERVER_OPTIONS = {**ACTION_OPTIONS, "verifyCommand": VERIFY_COMMAND, "maxVerifyAttempts": MAX_ATTEMPTS}
+SERVER_OPTIONS = {
+    **ACTION_OPTIONS,
+    "verifyCommand": VERIFY_COMMAND,
+    "verifySandbox": "none",
+    "maxVerifyAttempts": MAX_ATTEMPTS,
+}
 
 
 def run_tests(project: Path) -> subprocess.CompletedProcess[str]:
@@ -59,7 +67,7 @@ async def test_a_fix_whose_first_check_fails_is_retried_and_says_how_its_check_w
         types.ExecuteCommandParams(command=protocol.COMMAND_CODE_ACTION, arguments=[action.data])
     )
     verification = result["verification"]
-    assert verification["command"] == VERIFY_COMMAND
+    assert verification["command"] == VERIFY_COMMAND and verification["sandbox"] == "none"
     assert RUNS.exists()  # the check ran on the code as it was, which failed ...
     assert verification["passedBefore"] is False
     # ... then on the first edit, on purpose, so more candidates were written. A candidate that repeats

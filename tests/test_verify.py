@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from lsp_server.assistant.check_sandbox import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS
 from lsp_server.assistant.sandbox import Sandbox
 from lsp_server.assistant.tools import ToolRunner
-from lsp_server.assistant.verify import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS, Verification, Verifier
+from lsp_server.assistant.verify import Verification, Verifier
 from lsp_server.lsp import settings
 
 MODULE = "def add(a, b):\n    return a - b\n"
@@ -90,9 +92,13 @@ async def test_the_command_runs_on_a_copy_never_in_the_workspace(project: Path):
 
 
 async def test_the_copy_holds_the_edit_and_the_file_placeholder_names_it(project: Path):
-    check = verifier(project, "test {file} = calc.py && grep -q 'a + b' {file} && test ! -e .venv")
+    # The workspace's virtual environment is not copied: the sandbox shows the real one, read-only.
+    check = verifier(
+        project, "test {file} = calc.py && grep -q 'a + b' {file} && test -f .venv/big && ! touch .venv/new"
+    )
     runner = proposed(project, MODULE.replace("a - b", "a + b"))
     assert await check.check_latest(runner) is None, check.verification.output
+    assert not (project / ".venv" / "new").exists()
 
 
 async def test_the_command_sees_a_scrubbed_environment(project: Path, monkeypatch: pytest.MonkeyPatch):
@@ -150,7 +156,8 @@ async def test_a_file_outside_every_folder_is_checked_alone(project: Path, tmp_p
     assert check.verification.output.split("\n[exit")[0].split() == ["notes.py"]
 
 
-PYTEST = "python3 -m pytest -q -p no:cacheprovider"
+# The server's own interpreter: the sandbox hides the home directory, and with it any other Python there.
+PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 
 
 async def test_a_fix_says_that_the_check_failed_before_it_and_passes_after(project: Path):
@@ -188,21 +195,35 @@ async def test_a_check_that_passed_before_the_edit_says_so(project: Path):
     assert check.verification.summary().endswith("; it passed before the edit too")
 
 
-async def test_a_look_before_that_still_runs_when_the_request_ends_is_killed(project: Path, tmp_path: Path):
-    pid_file = tmp_path / "pid"
-    check = verifier(project, f"sleep 30 & echo $! > {pid_file}; wait")
+def processes_running(*argv: str) -> list[int]:
+    """The pids of the processes on this machine whose command line is argv (seen from outside any
+    sandbox: a pid the check prints is its own namespace's)."""
+    wanted = "\0".join(argv).encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes() == wanted:
+                found.append(int(entry.name))
+        except OSError:  # it ended while we looked
+            continue
+    return found
+
+
+async def test_a_look_before_that_still_runs_when_the_request_ends_is_killed(project: Path):
+    check = verifier(project, "sleep 31.25 & wait")
     check.look_before(project / "calc.py", fixing=True)
-    while not pid_file.exists() or not pid_file.read_text().strip():
+    deadline = time.monotonic() + 10
+    while not processes_running("sleep", "31.25") and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
+    assert processes_running("sleep", "31.25"), "the check never started its sleep"
     check.stop()
     with pytest.raises(asyncio.CancelledError):
         await check.result_before()
-    # The command's whole process group went with it, the sleep it started too.
-    pid = int(pid_file.read_text())
+    # Everything the command started went with it, the sleep too.
     deadline = time.monotonic() + 5
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+    while processes_running("sleep", "31.25") and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    assert not Path(f"/proc/{pid}").exists()
+    assert processes_running("sleep", "31.25") == []
 
 
 def test_a_failed_check_says_how_many_edits_it_checked():

@@ -131,6 +131,18 @@ NOTHING_DOCUMENTED = (
 
 BLOCK_ATTEMPTS = 2  # writes of the block when edits are not checked
 
+# A block written again must be whole (cut off, it cannot parse), so it may take more than maxTokens:
+# up to this many times maxTokens. The bound is the user's, whatever the block's size.
+REWRITE_MAX_FACTOR = 4
+# Code rarely packs more characters into a token (runs of indentation are single tokens), so a block
+# of more characters than this many times the bound cannot be written again within it.
+CHARS_PER_TOKEN_AT_MOST = 5
+
+
+class BlockTooLong(Exception):
+    """The block an action would write again is longer than its bound allows; the message names the fix."""
+
+
 LANGUAGES = {".py": "python", ".js": "javascript", ".ts": "typescript", ".rs": "rust", ".go": "go"}
 
 
@@ -148,6 +160,19 @@ def code_shown(action: ActionSpec, source: str, first: int, last: int, python: b
     lines = split_lines(source)
     last = min(last, max(len(lines), 1))
     return first, last, "".join(lines[first - 1 : last])
+
+
+def write_tokens(action: ActionSpec, code: str, max_tokens: int) -> int:
+    """Tokens the model may write for an action's block (of `code`): room for the block again and what
+    is said before it (two characters a token), at least maxTokens and at most REWRITE_MAX_FACTOR times
+    it. Raises BlockTooLong for a block to write again (not new tests) that cannot fit in that bound."""
+    bound = REWRITE_MAX_FACTOR * max_tokens
+    if action.output is Output.BLOCK and len(code) > CHARS_PER_TOKEN_AT_MOST * bound:
+        raise BlockTooLong(
+            f"{len(code) // CHARS_PER_TOKEN_AT_MOST} tokens or more, and an answer may write "
+            f"{REWRITE_MAX_FACTOR} x maxTokens = {bound}; select a smaller block, or raise llamaLsp.maxTokens"
+        )
+    return min(max(max_tokens, len(code) // 2), bound)
 
 
 def code_message(

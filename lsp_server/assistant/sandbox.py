@@ -1,21 +1,25 @@
 """The sandbox the tools run in: the workspace folders, which paths may be named, how files are read.
 
 This module owns the path rules (how a path is shown to the model and resolved back, and that it stays
-inside a folder or a document the request is about) and which files count as readable text. Every
-refusal is a ToolError, whose message the model reads. Plain Python only; the feature layer fills in
-the open documents' text and the diagnostics from LSP.
+inside a folder or a document the request is about) and which files count as readable text. A file is
+read through a descriptor opened beneath its folder, so a path swapped for a symlink after it was
+checked cannot lead out. Every refusal is a ToolError, whose message the model reads. Plain Python only;
+the feature layer fills in the open documents' text and the diagnostics from LSP.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 MAX_FILE_BYTES = 512 * 1024
 BINARY_SNIFF_BYTES = 8 * 1024
+MAX_LINK_HOPS = 40  # the kernel's own limit on the links one path may go through
 WALK_MAX_FILES = 20_000  # a folder opened by mistake (a home directory) must not take minutes to list
 # Vendored, generated or tool-owned trees: large, and rarely what the model is asked about.
 # Every other dot-directory is skipped too.
@@ -132,20 +136,29 @@ class Sandbox:
             if len(text.encode()) > MAX_FILE_BYTES:
                 raise ToolError(f"{name} is too large to read (the limit is {MAX_FILE_BYTES // 1024} KB)")
             return text
-        if path.is_dir():
-            raise ToolError(f"{name} is a directory, not a file; use list_files to see what it holds")
-        if not path.exists():
-            raise ToolError(f"{name} does not exist; use list_files to find files")
-        if not path.is_file():
-            raise ToolError(f"{name} is not a regular file")
         try:
-            size = path.stat().st_size
+            fd = self._open_beneath(path, name)
+        except (FileNotFoundError, NotADirectoryError):
+            raise ToolError(f"{name} does not exist; use list_files to find files") from None
+        except OSError as exc:
+            raise ToolError(f"cannot read {name}: {exc.strerror}") from None
+        try:
+            # Everything below asks the descriptor that was opened, never the path again.
+            info = os.fstat(fd)
+            if stat.S_ISDIR(info.st_mode):
+                raise ToolError(f"{name} is a directory, not a file; use list_files to see what it holds")
+            if not stat.S_ISREG(info.st_mode):
+                raise ToolError(f"{name} is not a regular file")
+            with open(fd, "rb", closefd=False) as file:
+                data = file.read(MAX_FILE_BYTES + 1)  # one byte more tells a file that grew meanwhile
+            size = max(info.st_size, len(data))
             if size > MAX_FILE_BYTES:
                 limit = MAX_FILE_BYTES // 1024
                 raise ToolError(f"{name} is too large to read ({size // 1024} KB; the limit is {limit} KB)")
-            data = path.read_bytes()
         except OSError as exc:
             raise ToolError(f"cannot read {name}: {exc.strerror}") from None
+        finally:
+            os.close(fd)
         if b"\0" in data[:BINARY_SNIFF_BYTES]:
             raise ToolError(f"{name} is a binary file")
         try:
@@ -153,19 +166,68 @@ class Sandbox:
         except UnicodeDecodeError:
             raise ToolError(f"{name} is not UTF-8 text, so it is treated as binary") from None
 
+    def _open_beneath(self, path: Path, name: str) -> int:
+        """A descriptor of the file `path` names, opened from its folder one component at a time.
+
+        `resolve` checked where the path led when it was asked, but any part of it may be swapped for a
+        symlink before the read: opening each component with O_NOFOLLOW, relative to the directory
+        before it, means that what is read is what was checked. A link met on the way (or a `..`) is
+        followed here, by starting again from the path it leads to, which must be in the workspace too.
+        """
+        for _ in range(MAX_LINK_HOPS):
+            folder, parts = self._beneath(path, name)
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                for index, part in enumerate(parts):
+                    last = index == len(parts) - 1
+                    if part == "..":
+                        # The components walked so far are real directories, so `..` is the one before.
+                        above = folder.joinpath(*parts[: index - 1]) if index else folder.parent
+                        path = above.joinpath(*parts[index + 1 :])
+                        break
+                    try:
+                        # O_NONBLOCK: a FIFO must not hold the read up waiting for a writer.
+                        flags = os.O_NONBLOCK | os.O_NOCTTY if last else os.O_DIRECTORY
+                        opened = os.open(part, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | flags, dir_fd=fd)
+                    except OSError as exc:
+                        target = _link_target(part, fd)
+                        if target is None:
+                            raise exc from None
+                        path = folder.joinpath(*parts[:index], target, *parts[index + 1 :])
+                        break
+                    os.close(fd)
+                    fd = opened
+                else:
+                    opened, fd = fd, -1
+                    return opened
+            finally:
+                if fd >= 0:
+                    os.close(fd)
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), name)
+
+    def _beneath(self, path: Path, name: str) -> tuple[Path, tuple[str, ...]]:
+        """The folder a path is in and its components below it (a document: its directory and name)."""
+        for root in self.roots:
+            if path.is_relative_to(root):
+                return root, path.relative_to(root).parts
+        if path in self.documents:
+            return path.parent, (path.name,)
+        raise ToolError(f"{name} is outside the workspace")
+
     def files(self) -> dict[Path, str]:
         """Every file in the folders outside the skipped directories: resolved path -> shown path."""
         found: dict[Path, str] = {}
         for root in self.roots:
-            # os.walk does not follow linked directories, which could lead out of the folder or loop.
-            for dirpath, dirnames, filenames in os.walk(root):
+            # fwalk opens each directory it lists by descriptor and never follows a linked one, which
+            # could lead out of the folder or loop, even when a directory is swapped for a link meanwhile.
+            for dirpath, dirnames, filenames, dirfd in os.fwalk(root):
                 dirnames[:] = [d for d in dirnames if d not in SKIPPED_DIRS and not d.startswith(".")]
                 for filename in filenames:
                     if len(found) >= WALK_MAX_FILES:
                         log.warning("stopped listing %s after %d files", root, WALK_MAX_FILES)
                         return found
                     path = Path(dirpath, filename)
-                    if path.is_symlink():
+                    if _link_target(filename, dirfd) is not None:
                         try:
                             path = path.resolve()
                         except (OSError, RuntimeError):  # a link loop
@@ -174,3 +236,11 @@ class Sandbox:
                             continue
                     found.setdefault(path, self.display(path))
         return found
+
+
+def _link_target(name: str, dir_fd: int) -> str | None:
+    """What the symlink `name` in a directory points to; None when it is no link (or is gone)."""
+    try:
+        return os.readlink(name, dir_fd=dir_fd)
+    except OSError:
+        return None

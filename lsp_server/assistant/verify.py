@@ -1,46 +1,30 @@
 """Checking proposed edits: the user's command runs on a copy of the folder with the edit applied.
 
 Only when the `verifyCommand` setting is set, and never in the real workspace: each check copies the
-folder that holds the edited file into a fresh temporary directory (leaving out version control,
-virtual environments and caches; a file outside every folder goes there alone), writes the request's
-proposed files there, and runs the command in
-it with a timeout, a scrubbed environment, no network where the OS allows it (`unshare -rn`), and a
-bounded output. Exit status 0 passes. A failed check's trimmed output goes back to the model, which
-tries again; when no attempt passes, the first failed candidate is returned marked as failed.
+folder that holds the edited file into a fresh temporary directory (a file outside every folder goes
+there alone), writes the request's proposed files there, and runs the command in it, in the sandbox
+check_sandbox.py sets up (or refuses to run it, when none can be set up and `verifySandbox` allows no
+other way). Exit status 0 passes. A failed check's trimmed output goes back to the model, which tries
+again; when no attempt passes, the first failed candidate is returned marked as failed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
 import shlex
-import shutil
-import signal
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
+from .check_sandbox import CheckSandbox, CopyRefused, SandboxUnavailable, copy_folder, left_out_note
 from .proposals import Checkpoint
-from .sandbox import SKIPPED_DIRS, Sandbox
+from .sandbox import Sandbox
 from .tools import ToolRunner
 
 log = logging.getLogger("llama_lsp.verify")
-
-OUTPUT_HEAD_CHARS = 1_000  # what the command printed first (the command line, collection errors)
-OUTPUT_TAIL_CHARS = 3_000  # and last (a test runner's summary)
-COPY_MAX_FILES = 20_000
-COPY_MAX_BYTES = 512 * 1024 * 1024
-# Besides SKIPPED_DIRS (.git, node_modules, .venv, ...): environments and caches that are not the code.
-NOT_COPIED = SKIPPED_DIRS | {"venv", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
-# The variables a test command needs to find its tools and decode text; nothing else is passed on, so
-# keys and tokens in the editor's environment never reach code the model wrote.
-KEPT_VARIABLES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
 
 
 @dataclass(frozen=True)
@@ -61,6 +45,8 @@ class Verification:
     # The first failed candidate (the greedy one) and its check: what comes back when none passes.
     first_failure: tuple[Checkpoint, CheckResult] | None = None
     passed_before: bool | None = None  # the command on the code without the edit; None: not run
+    sandbox: str | None = None  # the isolation the command ran under ("bwrap", "none"); None: it never ran
+    refused: str | None = None  # why the command could not run at all (no sandbox); None: it could
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -68,6 +54,7 @@ class Verification:
             "passed": self.passed,
             "passedBefore": self.passed_before,
             "attempts": self.attempts,
+            "sandbox": self.sandbox,
             "output": self.output,
             "summary": self.summary(),
         }
@@ -76,6 +63,8 @@ class Verification:
         """One line for the user: whether the edit was checked, and how it went."""
         if self.command is None:
             return "not verified: it parses, but no verifyCommand is set to check it"
+        if self.refused is not None:
+            return f"not verified: the check did not run: {self.refused}"
         if self.passed is None and self.passed_before is False:
             return f"not verified: `{self.command}` fails without the edit too, so it cannot tell"
         if self.passed is None:
@@ -93,15 +82,23 @@ class Verification:
 
 
 class Verifier:
-    """Runs the check for one request's edits, at most `max_attempts` times."""
+    """Runs the check for one request's edits, at most `max_attempts` times, in `check_sandbox`."""
 
-    def __init__(self, command: str, timeout_s: float, max_attempts: int, sandbox: Sandbox) -> None:
+    def __init__(
+        self,
+        command: str,
+        timeout_s: float,
+        max_attempts: int,
+        sandbox: Sandbox,
+        check_sandbox: CheckSandbox | None = None,
+    ) -> None:
         self.command = command
         self.timeout_s = timeout_s
         self.max_attempts = max_attempts
         self.sandbox = sandbox
+        self.check_sandbox = check_sandbox or CheckSandbox()
         self.verification = Verification(command)
-        self._before: asyncio.Future[CheckResult] | None = None
+        self._before: asyncio.Future[CheckResult | None] | None = None
         self._checks_fixes = True
 
     @property
@@ -119,11 +116,12 @@ class Verifier:
         self._before = asyncio.ensure_future(self._run({}, path))
 
     async def result_before(self) -> CheckResult | None:
-        """The look before the edit, once it finished; None when there was none."""
+        """The look before the edit, once it finished; None when there was none, or it could not run."""
         if self._before is None:
             return None
         result = await self._before
-        self.verification.passed_before = result.passed
+        if result is not None:
+            self.verification.passed_before = result.passed
         return result
 
     def stop(self) -> None:
@@ -140,12 +138,15 @@ class Verifier:
         before = await self.result_before()
         if before is not None and not before.passed and not self._checks_fixes:
             return None  # it failed without the edit: the edit stays, unchecked, and the summary says so
+        if not await self._can_run():
+            return None  # no sandbox: the edit stays, unchecked, and the summary says why
         if self.exhausted:
             runner.proposals.withdraw_latest()
             return "No more checks are left for this request."
         self.verification.attempts += 1
         state = runner.proposals.checkpoint()
         result = await self._run(runner.proposals.changed_texts(), runner.proposals.edits[-1].path)
+        assert result is not None  # _can_run said it can
         log.info("check %d: %s in %.1f s", self.verification.attempts, result.passed, result.seconds)
         self.verification.output = result.output
         if result.passed:
@@ -170,17 +171,33 @@ class Verifier:
         self.verification.passed = False
         self.verification.output = result.output
 
-    async def _run(self, texts: dict[Path, str], edited: Path) -> CheckResult:
+    async def _can_run(self) -> bool:
+        """Whether the command can run here; when it cannot, `verification.refused` says why."""
+        if self.verification.refused is None:
+            try:
+                await self.check_sandbox.isolation()
+            except SandboxUnavailable as exc:
+                log.warning("checks do not run: %s", exc)
+                self.verification.refused = str(exc)
+                self.verification.output = str(exc)
+        return self.verification.refused is None
+
+    async def _run(self, texts: dict[Path, str], edited: Path) -> CheckResult | None:
+        """The check of the code with `texts` written over it; None when it cannot run (_can_run)."""
+        if not await self._can_run():
+            return None
         started = time.monotonic()
         folder = next((r for r in self.sandbox.roots if edited.is_relative_to(r)), None)
         # A file outside every folder is checked alone: its directory may be anything (a home folder).
         root = folder or edited.parent
         # The command may leave read-only files behind: they must not turn a check into an error.
         with tempfile.TemporaryDirectory(prefix="llama-lsp-check-", ignore_cleanup_errors=True) as scratch:
-            copy = Path(scratch) / root.name
+            copy = Path(scratch) / "copy" / root.name
+            copy.parent.mkdir()
+            left_out: list[str] = []
             try:
                 if folder is not None:
-                    await asyncio.to_thread(_copy_folder, root, copy)
+                    left_out = await asyncio.to_thread(copy_folder, root, copy)
                 else:
                     copy.mkdir()
             except CopyRefused as exc:
@@ -191,114 +208,6 @@ class Verifier:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_text(text, encoding="utf-8")
             command = self.command.replace("{file}", shlex.quote(edited.relative_to(root).as_posix()))
-            passed, output = await _run_command(command, copy, Path(scratch), self.timeout_s)
-        return CheckResult(passed, output, time.monotonic() - started)
-
-
-class CopyRefused(Exception):
-    """The folder is too large to copy for each check."""
-
-
-def _copy_folder(source: Path, target: Path) -> None:
-    files = 0
-    size = 0
-
-    def ignore(directory: str, names: list[str]) -> set[str]:
-        nonlocal files, size
-        skipped = {n for n in names if n in NOT_COPIED or n.endswith(".egg-info")}
-        for name in names:
-            if name in skipped:
-                continue
-            path = Path(directory, name)
-            if path.is_file():
-                files += 1
-                size += path.stat().st_size
-        if files > COPY_MAX_FILES or size > COPY_MAX_BYTES:
-            raise CopyRefused(f"{source} holds more than {COPY_MAX_FILES} files or {COPY_MAX_BYTES >> 20} MB")
-        return skipped
-
-    shutil.copytree(source, target, symlinks=True, ignore=ignore)
-
-
-async def _run_command(command: str, cwd: Path, scratch: Path, timeout_s: float) -> tuple[bool, str]:
-    """Runs `command` with `sh -c` in cwd; (exit status 0, trimmed output). Killed, with its whole
-    process group, at the timeout or when the request is cancelled."""
-    home = scratch / "home"
-    home.mkdir()
-    env = {name: os.environ[name] for name in KEPT_VARIABLES if name in os.environ}
-    # No bytecode: two candidates written within the same second could otherwise share a stale .pyc.
-    env.update(HOME=str(home), TMPDIR=str(scratch), PYTHONDONTWRITEBYTECODE="1", CI="1")
-    argv = ["sh", "-c", command]
-    if _can_drop_network():
-        argv = ["unshare", "-rn", *argv]
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group, so the kill reaches what it started
-    )
-    output = _BoundedOutput()
-
-    async def finish() -> int:
-        assert process.stdout is not None
-        while chunk := await process.stdout.read(65536):
-            output.add(chunk)
-        return await process.wait()
-
-    try:
-        status = await asyncio.wait_for(finish(), timeout_s)
-    except asyncio.TimeoutError:
-        _kill_group(process)
-        await process.wait()
-        return False, f"{output.text()}\n[killed: the check took longer than {timeout_s:g} s]"
-    except asyncio.CancelledError:
-        _kill_group(process)
-        with contextlib.suppress(Exception):
-            await asyncio.shield(process.wait())
-        raise
-    text = output.text()
-    if status != 0:
-        text += f"\n[exit status {status}]"
-    return status == 0, text
-
-
-def _kill_group(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-
-
-@cache
-def _can_drop_network() -> bool:
-    """Whether `unshare -rn` works here (user namespaces may be disabled, or it may be missing)."""
-    if shutil.which("unshare") is None:
-        return False
-    try:
-        return subprocess.run(["unshare", "-rn", "true"], capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
-class _BoundedOutput:
-    """Keeps the head and the tail of what a command prints, however much it prints."""
-
-    def __init__(self) -> None:
-        self.head = b""
-        self.tail = b""
-        self.dropped = 0
-
-    def add(self, chunk: bytes) -> None:
-        room = OUTPUT_HEAD_CHARS - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        self.tail += chunk
-        if len(self.tail) > OUTPUT_TAIL_CHARS:
-            self.dropped += len(self.tail) - OUTPUT_TAIL_CHARS
-            self.tail = self.tail[-OUTPUT_TAIL_CHARS:]
-
-    def text(self) -> str:
-        middle = f"\n[... {self.dropped} bytes left out ...]\n" if self.dropped else ""
-        return self.head.decode(errors="replace") + middle + self.tail.decode(errors="replace")
+            ran = await self.check_sandbox.run(command, copy, Path(scratch), self.timeout_s, venvs_of=folder)
+            self.verification.sandbox = ran.isolation
+        return CheckResult(ran.passed, left_out_note(left_out) + ran.output, time.monotonic() - started)

@@ -7,9 +7,12 @@ server talk to `ChatEngine` only, and never know which one they have.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import base64
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
+from urllib.parse import unquote, urlsplit
 
 # EngineError kinds that mean the remote backend is at fault, not the request.
 BACKEND_FAULTS = frozenset(
@@ -25,17 +28,65 @@ BACKEND_FAULTS = frozenset(
 )
 
 
+# The longest message shown anywhere (an error, a log line, the status), in bytes of UTF-8; an engine's
+# own messages leave room for what the layers above add to them ("llama-lsp: ...").
+MESSAGE_LIMIT = 4096
+ENGINE_MESSAGE_LIMIT = MESSAGE_LIMIT - 1024
+
+
+def redact(text: str, secrets: Iterable[str], limit: int = ENGINE_MESSAGE_LIMIT) -> str:
+    """text as it may be shown: every secret in it replaced by ***, then cut to `limit` bytes. The one
+    way a remote server's text, or its URL, reaches a message."""
+    for secret in sorted(filter(None, secrets), key=len, reverse=True):  # "user:pass" before "pass"
+        text = text.replace(secret, "***")
+    if len(text) <= limit // 4:  # short enough in any encoding
+        return text
+    encoded = text[: limit + 1].encode("utf-8", "surrogatepass")
+    if len(encoded) <= limit:
+        return text
+    mark = " [cut]"
+    return encoded[: limit - len(mark)].decode("utf-8", "ignore") + mark
+
+
+SECONDS_PER_TOKEN = 1.0  # a remote request's deadline gives the server this long per token it may write
+
+
 @dataclass(frozen=True)
 class RemoteConfig:
     """Where the remote engine (remote.py) finds its server; here so that settings can hold one without
     importing the `openai` package."""
 
-    url: str  # the API's base URL, e.g. http://host:8080/v1
+    url: str  # the API's base URL, e.g. http://host:8080/v1; it may hold credentials (user:password@)
     model: str
     api_key_env: str | None = None  # the environment variable that holds the key; the key is never stored
     timeout_s: float = 600.0  # the longest wait for the server's next bytes (the first: the prompt is read)
     connect_timeout_s: float = 10.0
     max_retries: int = 2
+
+    def api_key(self) -> str | None:
+        """The key, read from the environment now (never kept in settings)."""
+        if not self.api_key_env:
+            return None
+        return os.environ.get(self.api_key_env) or None
+
+    def secrets(self) -> list[str]:
+        """What no message may show: the key, and the URL's credentials (as written, decoded, and as the
+        token of the basic auth they are sent as)."""
+        userinfo = urlsplit(self.url).netloc.rpartition("@")[0]
+        user, _, password = userinfo.partition(":")
+        basic = f"{unquote(user)}:{unquote(password)}"
+        basic = base64.b64encode(basic.encode()).decode() if userinfo else ""
+        return [self.api_key() or "", userinfo, password, unquote(userinfo), unquote(password), basic]
+
+    def deadline_s(self, max_tokens: int) -> float:
+        """The longest a request may take, retries included, whatever the server does: `timeout_s` for
+        it to read the prompt, then SECONDS_PER_TOKEN for each token it may write."""
+        return self.timeout_s + max_tokens * SECONDS_PER_TOKEN
+
+    @property
+    def shown_url(self) -> str:
+        """The URL as messages show it: credentials replaced by ***."""
+        return redact(self.url, self.secrets())
 
 
 @dataclass

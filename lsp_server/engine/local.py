@@ -4,9 +4,10 @@ The native engine is driven by exactly one thread (the worker); asyncio code sub
 them. Streamed pieces hop from the worker to the caller's event loop. Slot state is restored lazily at
 start, saved after requests now and then, and saved again on close.
 
-Queues, in order (Priority): requests (chat, and the engine's info), completions (inline, while
-typing), then background jobs (warming the cache), the likeliest next prompt first. A job runs only
-when no earlier queue has one waiting.
+Queues, in order (Priority): requests (chat, and the engine's info, unless a request or a completion
+runs or waits: then info is the one read before that job began), completions (inline, while typing),
+then background jobs (warming the cache), the likeliest next prompt first. A job runs only when no
+earlier queue has one waiting.
 - A job that arrives while a later queue's background job runs preempts it (the native engine keeps
   the chunks it read), and the background job resumes after. A chat request or a completion
   aborts the chunk being read, so that the user waits for nothing, unless the chunk is of the chat's
@@ -19,6 +20,7 @@ when no earlier queue has one waiting.
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import logging
 import threading
@@ -138,6 +140,7 @@ class Engine:
         self._can_complete = False
         self._native: native.NativeEngine | None = None
         self._loaded: Future[dict[str, Any]] = Future()
+        self._info_before_job: dict[str, Any] | None = None  # info() while a request runs
         self._last_save = time.monotonic()
         self._closed = False
         self._thread = threading.Thread(target=self._work, name="llama-lsp-engine", daemon=True)
@@ -274,6 +277,14 @@ class Engine:
         return list(result["tokens"])
 
     async def info(self) -> dict[str, Any]:
+        """What the engine is and holds, read between jobs. While a request or a completion runs or
+        waits, it is the one read before that job began, at once: an answer can take minutes, and a
+        status request must not wait for it."""
+        with self._lock:
+            running = self._current
+            busy = (running is not None and not running.background) or self._queues[Priority.REQUEST]
+            if busy and self._info_before_job is not None:
+                return copy.deepcopy(self._info_before_job)
         result: dict[str, Any] = await self._enqueue(lambda engine, _job: engine.info()).wait()
         return result
 
@@ -381,6 +392,8 @@ class Engine:
             if job.cancelled:
                 job.future.set_result(ChatResult.cancelled_before_start())
                 return
+            if not job.background:
+                self._info_before_job = self._read_info(engine)
             # From here on a cancel of this job reaches the native engine, even one that comes before
             # its generate call starts; a late cancel meant for the job before must not stop it.
             engine.clear_cancel()
@@ -405,6 +418,14 @@ class Engine:
         finally:
             with self._lock:
                 self._current = None
+
+    @staticmethod
+    def _read_info(engine: native.NativeEngine) -> dict[str, Any] | None:
+        try:
+            return engine.info()  # tens of microseconds
+        except NativeError as exc:
+            log.warning("could not read the engine's info: %s", exc)
+            return None
 
     @staticmethod
     def _resumable(result: Any) -> bool:

@@ -9,23 +9,48 @@ nothing, and a cached-token count the server does not report is unknown (None), 
 Faults become EngineErrors whose kind is one of api.BACKEND_FAULTS and whose message names the fix.
 The client retries with backoff what is safe to retry (a connection that failed, 429, 5xx, all before
 any of the answer arrived); a stream that breaks off midway is an error, not retried.
+
+Nothing the server sends is trusted to be reasonable: a request ends by its deadline
+(RemoteConfig.deadline_s, retries included), the answer stops at max_tokens counted here (finish_reason
+"length"), the event stream is read line by line within LINE_LIMIT and BODY_LIMIT, an error's body is
+read to ERROR_BODY_LIMIT, each delta costs time in proportion to its own length, and every message that
+shows the server's words or its URL goes through api.redact: no key, no credentials, at most 4 KB.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import logging
-import os
+import re
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
+import httpx2
 import openai
 
-from .api import ChatRequest, ChatResult, EngineError, InfillRequest, RemoteConfig, Stats, ToolCall
-from .tool_calls import extract_json_call, tool_call_start
+from .api import (
+    SECONDS_PER_TOKEN,
+    ChatRequest,
+    ChatResult,
+    EngineError,
+    InfillRequest,
+    RemoteConfig,
+    Stats,
+    ToolCall,
+    redact,
+)
+from .tool_calls import CallStartTracker, extract_json_call
 
-log = logging.getLogger("llama_lsp.engine.remote")
+LINE_LIMIT = 1 << 20  # bytes of one event's data: a chunk is a few hundred, a whole tool call fits
+BODY_LIMIT = 64 << 20  # bytes of one response: a 32k-token answer's stream is about 15 MB
+ERROR_BODY_LIMIT = 64 << 10  # bytes read of an error's body; the rest is never read
+DETAIL_LIMIT = 1024  # bytes of the server's own words in a message
+# The longest token of the tokenizers llama.cpp ships vocabularies for (a run of 512 spaces): an answer
+# of n tokens has at most n * MAX_TOKEN_CHARS characters, whatever the tokenizer.
+MAX_TOKEN_CHARS = 512
 
 
 class RemoteEngine:
@@ -38,13 +63,20 @@ class RemoteEngine:
 
     def __init__(self, config: RemoteConfig):
         self.config = config
-        key = os.environ.get(config.api_key_env) if config.api_key_env else None
+        key = config.api_key()
         self._key_missing = bool(config.api_key_env) and not key
+        self._secrets = config.secrets()
+        self._url = config.shown_url
+        base_url, credentials = _without_credentials(config.url)
         self._client = openai.AsyncOpenAI(
-            base_url=config.url,
+            base_url=base_url,
             api_key=key or "none",  # a server without keys ignores it
             timeout=openai.Timeout(config.timeout_s, connect=config.connect_timeout_s),
             max_retries=config.max_retries,
+            default_headers={"Accept-Encoding": "identity"},  # see _bound_body
+            http_client=openai.DefaultAsyncHttpxClient(
+                auth=credentials, event_hooks={"response": [_bound_body]}
+            ),
         )
         self._running = 0
         # llama-server reads tool_choice as a string only (an object silently becomes "auto").
@@ -64,38 +96,59 @@ class RemoteEngine:
                 "unauthorized",
             )
         started = time.monotonic()
+        deadline = self.config.deadline_s(0)
         try:
-            listing = await self._client.models.list()
+            served = await asyncio.wait_for(self._served_models(), deadline)
+        except asyncio.TimeoutError:
+            raise self._error(
+                f"the backend at {self._url} did not list its models within {deadline:g} s: it may be "
+                "overloaded; llamaLsp.backend.timeout sets how long to wait",
+                "timeout",
+            ) from None
         except openai.NotFoundError:
-            raise EngineError(
-                f"{self.config.url} has no /models: is llamaLsp.backend.url the API's base URL "
+            raise self._error(
+                f"{self._url} has no /models: is llamaLsp.backend.url the API's base URL "
                 "(it usually ends in /v1)?",
                 "model_not_found",
             ) from None
         except openai.APIError as exc:
             raise self._fault(exc) from None
-        served: dict[str, str] = {}  # model name -> who serves it
-        for model in listing.data:
-            extra = model.model_extra or {}
-            for name in [model.id, *extra.get("aliases", [])]:
-                served[name] = str(getattr(model, "owned_by", ""))
+        except _Refused as exc:
+            raise self._refused(exc) from None
+        except Exception as exc:  # not JSON, or not a list of models
+            raise self._error(
+                f"the backend at {self._url} sent a model list that cannot be read ({type(exc).__name__}: "
+                f"{redact(str(exc), self._secrets, DETAIL_LIMIT)}): is llamaLsp.backend.url an "
+                "OpenAI-compatible API?",
+                "server_error",
+            ) from None
         if self.config.model not in served:
-            raise EngineError(
-                f"{self.config.url} serves {', '.join(sorted(served)) or 'no model'}, not "
-                f"{self.config.model}: set llamaLsp.backend.model to one of them",
+            names = redact(", ".join(sorted(served)), self._secrets, DETAIL_LIMIT)
+            raise self._error(
+                f"{self._url} serves {names or 'no model'}, not {self.config.model}: set "
+                "llamaLsp.backend.model to one of them",
                 "model_not_found",
             )
         self._named_tool_choice = served[self.config.model] != "llamacpp"
         self._info = {
             "backend": "remote",
-            "url": self.config.url,
+            "url": self._url,
             "model": self.config.model,
-            "model_desc": f"{self.config.model} at {self.config.url}",
-            "owned_by": served[self.config.model],
+            "model_desc": f"{self.config.model} at {self._url}",
+            "owned_by": redact(served[self.config.model], self._secrets, DETAIL_LIMIT),
             "slots": [],  # the server's slots are its own
             "t_load_ms": (time.monotonic() - started) * 1000,
         }
         return dict(self._info)
+
+    async def _served_models(self) -> dict[str, str]:
+        """Model name -> who serves it, from the server's /models (with llama-server's aliases)."""
+        served: dict[str, str] = {}
+        for model in (await self._client.models.list()).data:
+            aliases = (model.model_extra or {}).get("aliases")
+            for name in [model.id, *(aliases if isinstance(aliases, list) else [])]:
+                served[str(name)] = str(getattr(model, "owned_by", ""))
+        return served
 
     async def info(self) -> dict[str, Any]:
         return {**self._info, "running": self._running}
@@ -128,27 +181,67 @@ class RemoteEngine:
     async def _stream(self, request: ChatRequest, on_piece: Callable[[str], None]) -> ChatResult:
         answer = _Answer(request, on_piece)
         started = time.monotonic()
+        deadline = self.config.deadline_s(request.max_tokens)
         try:
-            stream = await self._client.chat.completions.create(**self._params(request))
-        except openai.APIError as exc:
-            raise self._fault(exc) from None
-        try:
-            async for chunk in stream:
-                answer.add(chunk, time.monotonic() - started)
-        except openai.APIError as exc:
-            raise self._fault(exc, midway=True) from None
-        except Exception as exc:  # the connection dropped, or the server sent something unreadable
-            raise EngineError(
-                f"the backend's answer broke off midway ({type(exc).__name__}: {exc}); ask again",
-                "stream_broken",
-            ) from None
-        finally:
-            await stream.close()  # on cancel too: closing the stream is how the server learns of it
+            await asyncio.wait_for(self._read(request, answer, started), deadline)
+        except asyncio.TimeoutError:
+            if not answer.finished:  # a server that never closes a finished answer has still answered
+                raise self._error(
+                    f"the backend at {self._url} did not finish within {deadline:g} s "
+                    f"(llamaLsp.backend.timeout, and {SECONDS_PER_TOKEN:g} s per token of "
+                    "llamaLsp.maxTokens): it may be overloaded; ask again",
+                    "timeout",
+                ) from None
         if not answer.finished:
-            raise EngineError(
+            raise self._error(
                 "the backend's answer ended without a finish reason; ask again", "stream_broken"
             )
         return answer.result(time.monotonic() - started)
+
+    async def _read(self, request: ChatRequest, answer: _Answer, started: float) -> None:
+        """Reads the answer's events into `answer` until the stream ends, or the answer is cut."""
+        create = self._client.chat.completions.with_streaming_response.create
+        try:
+            async with (
+                create(**self._params(request)) as response,
+                aclosing(_event_data(response.http_response.aiter_raw())) as events,
+            ):
+                async for data in events:
+                    if data.startswith(b"[DONE]"):
+                        break
+                    answer.add(_chunk(data), time.monotonic() - started)
+                    if answer.cut:
+                        break  # leaving closes the stream: that is how the server learns of it
+        except openai.APIError as exc:
+            raise self._fault(exc) from None
+        except _Refused as exc:
+            raise self._refused(exc) from None
+        except _ServerError as exc:
+            raise self._error(
+                f"the backend at {self._url} failed midway through the answer: "
+                f"{redact(str(exc), self._secrets, DETAIL_LIMIT)}; ask again",
+                "server_error",
+            ) from None
+        except httpx2.TimeoutException:
+            if not answer.finished:
+                raise self._error(
+                    f"the backend at {self._url} sent nothing for {self.config.timeout_s:g} s midway "
+                    "through the answer: it may be overloaded; llamaLsp.backend.timeout sets how long to "
+                    "wait",
+                    "timeout",
+                ) from None
+        except ValueError as exc:  # not JSON, or not a chunk
+            raise self._error(
+                f"the backend's answer broke off midway (an unreadable event: "
+                f"{redact(str(exc), self._secrets, DETAIL_LIMIT)}); ask again",
+                "stream_broken",
+            ) from None
+        except Exception as exc:  # the connection dropped
+            raise self._error(
+                f"the backend's answer broke off midway ({type(exc).__name__}: "
+                f"{redact(str(exc), self._secrets, DETAIL_LIMIT)}); ask again",
+                "stream_broken",
+            ) from None
 
     def _params(self, request: ChatRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -177,19 +270,27 @@ class RemoteEngine:
             return {"type": "function", "function": {"name": allowed[0]}}
         return request.tool_choice
 
-    def _fault(self, exc: openai.APIError, midway: bool = False) -> EngineError:
+    def _error(self, message: str, kind: str) -> EngineError:
+        """An EngineError whose message may show the server's words: redacted and cut."""
+        return EngineError(redact(message, self._secrets), kind)
+
+    def _refused(self, exc: _Refused) -> EngineError:
+        return self._error(f"the backend at {self._url} sent {exc}: refused; ask again", "server_error")
+
+    def _fault(self, exc: openai.APIError) -> EngineError:
         """The error a user can act on, for what the client raised."""
-        url, detail = self.config.url, _server_message(exc)
+        url, detail = self._url, redact(_server_message(exc), self._secrets, DETAIL_LIMIT)
         if isinstance(exc, openai.APITimeoutError):
-            return EngineError(
+            return self._error(
                 f"the backend at {url} sent nothing for {self.config.timeout_s:g} s "
                 f"({self.config.max_retries} retries): it may be overloaded; llamaLsp.backend.timeout "
                 "sets how long to wait",
                 "timeout",
             )
         if isinstance(exc, openai.APIConnectionError):
-            return EngineError(
-                f"could not reach the backend at {url} ({_cause(exc)}): is the server running, and is "
+            return self._error(
+                f"could not reach the backend at {url} ({redact(_cause(exc), self._secrets, DETAIL_LIMIT)}): "
+                "is the server running, and is "
                 "llamaLsp.backend.url right?",
                 "unreachable",
             )
@@ -199,34 +300,38 @@ class RemoteEngine:
                 if self.config.api_key_env
                 else "set llamaLsp.backend.apiKeyEnv to the name of an environment variable holding the key"
             )
-            return EngineError(
+            return self._error(
                 f"the backend at {url} refused the request ({exc.status_code} {detail}): {fix}",
                 "unauthorized",
             )
         if isinstance(exc, openai.NotFoundError):
-            return EngineError(
+            return self._error(
                 f"the backend at {url} has no model {self.config.model} (404 {detail}): set "
                 "llamaLsp.backend.model to a model it serves",
                 "model_not_found",
             )
         if isinstance(exc, openai.RateLimitError):
-            return EngineError(
+            return self._error(
                 f"the backend at {url} is overloaded (429 {detail}, {self.config.max_retries} retries): "
                 "try again in a moment",
                 "overloaded",
             )
         if isinstance(exc, openai.APIStatusError) and exc.status_code < 500:
             kind = "context_overflow" if "context" in detail.lower() else "invalid_request"
-            return EngineError(
+            return self._error(
                 f"the backend at {url} refused the request ({exc.status_code}): {detail}", kind
             )
-        where = "midway through the answer" if midway else f"after {self.config.max_retries} retries"
-        return EngineError(f"the backend at {url} failed {where}: {detail}; ask again", "server_error")
+        return self._error(
+            f"the backend at {url} failed after {self.config.max_retries} retries: {detail}; ask again",
+            "server_error",
+        )
 
 
 class _Answer:
     """One streamed answer as it arrives: its text (sent on as far as it cannot be a tool call yet),
-    the tool calls assembled from their deltas, and the server's figures."""
+    the tool calls assembled from their deltas, and the server's figures. Each delta costs time in
+    proportion to its own length (nothing before it is read again), and the answer is cut once it has
+    more tokens than asked for."""
 
     def __init__(self, request: ChatRequest, on_piece: Callable[[str], None]):
         self._on_piece = on_piece
@@ -235,55 +340,86 @@ class _Answer:
         if may_call:
             declared = [tool["function"]["name"] for tool in request.tools or []]
             self._tool_names = request.allowed_tools or declared
-        self.content = ""
-        self._sent = 0
+        self._call_start = CallStartTracker(self._tool_names) if self._tool_names else None
+        self._max_tokens = request.max_tokens
+        self._content: list[str] = []
+        self._n_content = 0  # characters of content
+        self._unsent: list[str] = []  # the content's end, not sent yet: it may begin a tool call
+        self._n_sent = 0
+        # Each delta that carries text is a token at least (servers stream one per token), and each
+        # token is MAX_TOKEN_CHARS characters at most: the larger count is never more than was written.
+        self._n_deltas = 0
+        self._n_chars = 0  # of content and tool calls
         self._calls: dict[int, dict[str, str]] = {}
         self.finished = False
+        self.cut = False  # past max_tokens: the rest is not read
         self._finish_reason = "stop"
         self._first_token_s: float | None = None
-        self._usage: Any = None
+        self._usage: dict[str, Any] = {}
         self._timings: dict[str, Any] = {}
 
-    def add(self, chunk: Any, elapsed_s: float) -> None:
-        if chunk.usage is not None:
-            self._usage = chunk.usage
-        self._timings = (chunk.model_extra or {}).get("timings") or self._timings  # llama-server's
-        for choice in chunk.choices[:1]:
-            delta = choice.delta
-            if (delta.content or delta.tool_calls) and self._first_token_s is None:
+    def add(self, chunk: dict[str, Any], elapsed_s: float) -> None:
+        """One chunk of the stream (a chat.completion.chunk object); raises _Malformed if it is not."""
+        usage, timings, choices = chunk.get("usage"), chunk.get("timings"), chunk.get("choices") or []
+        self._usage = usage if isinstance(usage, dict) else self._usage
+        self._timings = timings if isinstance(timings, dict) else self._timings  # llama-server's
+        if not isinstance(choices, list) or not all(isinstance(choice, dict) for choice in choices):
+            raise _Malformed("choices that are not objects")
+        for choice in choices[:1]:
+            delta = _field(choice, "delta", dict) or {}
+            content = _field(delta, "content", str)
+            calls = _field(delta, "tool_calls", list) or []
+            if (content or calls) and self._first_token_s is None:
                 self._first_token_s = elapsed_s
-            for call in delta.tool_calls or []:
-                entry = self._calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
-                entry["id"] = call.id or entry["id"]
-                if call.function is not None:
-                    entry["name"] += call.function.name or ""
-                    entry["arguments"] += call.function.arguments or ""
-            if delta.content:
-                self.content += delta.content
-                self._send(self._sendable())
-            if choice.finish_reason is not None:
+            for call in calls:
+                self._add_call(call)
+            if content:
+                self._add_content(content)
+            finish_reason = _field(choice, "finish_reason", str)
+            if finish_reason is not None:
                 self.finished = True
-                self._finish_reason = choice.finish_reason
+                self._finish_reason = finish_reason
+        n_tokens = max(self._n_deltas, -(-self._n_chars // MAX_TOKEN_CHARS))
+        if n_tokens > self._max_tokens:
+            self.finished = self.cut = True
+            self._finish_reason = "length"
 
-    def _sendable(self) -> int:
-        """How much of the content may be shown: not what may be the start of a tool call written as
-        JSON (the local engine's own rule)."""
-        if not self._tool_names:
-            return len(self.content)
-        return tool_call_start(self.content, self._tool_names)
+    def _add_call(self, call: Any) -> None:
+        if not isinstance(call, dict) or not isinstance(call.get("index", 0), int):
+            raise _Malformed("a tool call that is not an object with an index")
+        entry = self._calls.setdefault(call.get("index", 0), {"id": "", "name": "", "arguments": ""})
+        entry["id"] = _field(call, "id", str) or entry["id"]
+        function = _field(call, "function", dict) or {}
+        name, arguments = _field(function, "name", str) or "", _field(function, "arguments", str) or ""
+        entry["name"] += name
+        entry["arguments"] += arguments
+        self._n_deltas += 1
+        self._n_chars += len(name) + len(arguments)
+
+    def _add_content(self, content: str) -> None:
+        self._content.append(content)
+        self._unsent.append(content)
+        self._n_content += len(content)
+        self._n_deltas += 1
+        self._n_chars += len(content)
+        # Not what may be the start of a tool call written as JSON (the local engine's own rule).
+        self._send(self._call_start.add(content) if self._call_start else self._n_content)
 
     def _send(self, upto: int) -> None:
-        if upto > self._sent:
-            self._on_piece(self.content[self._sent : upto])
-            self._sent = upto
+        if upto > self._n_sent:
+            unsent = "".join(self._unsent)
+            self._on_piece(unsent[: upto - self._n_sent])
+            self._unsent = [unsent[upto - self._n_sent :]]
+            self._n_sent = upto
 
     def result(self, elapsed_s: float) -> ChatResult:
         calls = [
             ToolCall(entry["id"] or f"call_{index}", entry["name"], _arguments(entry["arguments"]))
             for index, entry in sorted(self._calls.items())
+            if not self.cut  # a call cut off is no call
         ]
-        content = self.content
-        if not calls and self._tool_names:
+        content = "".join(self._content)
+        if not calls and self._tool_names and not self.cut:
             # A call written in the content (a ```json fence, bare JSON), as the local engine accepts it.
             found = extract_json_call(content, self._tool_names)
             if found is not None:
@@ -299,42 +435,168 @@ class _Answer:
     def _stats(self, elapsed_s: float) -> Stats:
         usage, timings = self._usage, self._timings
         first_token_s = self._first_token_s if self._first_token_s is not None else elapsed_s
-        n_prompt = (
-            usage.prompt_tokens
-            if usage is not None
-            else int(timings.get("prompt_n", 0)) + int(timings.get("cache_n", 0))
-        )
-        details = getattr(usage, "prompt_tokens_details", None)
-        n_reused: int | None = getattr(details, "cached_tokens", None)
-        if n_reused is None and "cache_n" in timings:
-            n_reused = int(timings["cache_n"])
-        n_evaluated = int(timings.get("prompt_n", n_prompt - (n_reused or 0)))
+        n_prompt = _count(usage, "prompt_tokens")
+        if n_prompt is None:
+            n_prompt = (_count(timings, "prompt_n") or 0) + (_count(timings, "cache_n") or 0)
+        n_reused = _count(_field(usage, "prompt_tokens_details", dict) or {}, "cached_tokens")
+        if n_reused is None:
+            n_reused = _count(timings, "cache_n")
+        n_evaluated = _count(timings, "prompt_n")
+        n_generated = _count(usage, "completion_tokens")
+        if n_generated is None:
+            n_generated = _count(timings, "predicted_n")
+        prefill_ms, decode_ms = _count(timings, "prompt_ms"), _count(timings, "predicted_ms")
         return Stats(
             n_prompt=n_prompt,
             n_common=n_reused or 0,
             n_reused=n_reused,
-            n_evaluated=n_evaluated,
-            n_generated=usage.completion_tokens if usage is not None else int(timings.get("predicted_n", 0)),
-            t_prefill_ms=float(timings.get("prompt_ms", first_token_s * 1000)),
+            n_evaluated=n_evaluated if n_evaluated is not None else n_prompt - (n_reused or 0),
+            n_generated=n_generated if n_generated is not None else self._n_deltas,
+            t_prefill_ms=float(prefill_ms if prefill_ms is not None else first_token_s * 1000),
             t_first_token_ms=first_token_s * 1000,
-            t_decode_ms=float(timings.get("predicted_ms", (elapsed_s - first_token_s) * 1000)),
+            t_decode_ms=float(decode_ms if decode_ms is not None else (elapsed_s - first_token_s) * 1000),
         )
 
 
 _FINISH_REASONS = {"stop": "stop", "length": "length", "tool_calls": "tool_calls"}
 
 
+class _Refused(Exception):
+    """The server sent what is not read: more than a limit allows, or a compressed body."""
+
+
+class _ServerError(Exception):
+    """The server reported an error inside the stream; the message is its own."""
+
+
+class _Malformed(ValueError):
+    """An event that is not a chat completion chunk."""
+
+
+async def _bound_body(response: httpx2.Response) -> None:
+    """Bounds the body of every response before any of it is read (an httpx response hook). An error's
+    body is cut at ERROR_BODY_LIMIT (the client reads it whole, for its message); any other body past
+    BODY_LIMIT is refused. A compressed body is refused too: the client asks for none, and a few
+    kilobytes of gzip can inflate to gigabytes before any limit sees them."""
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding != "identity":
+        raise _Refused(f"a compressed body (Content-Encoding: {encoding[:40]}) though asked for none")
+    assert isinstance(response.stream, httpx2.AsyncByteStream)  # the client is async
+    if response.is_error:
+        response.stream = _BoundedBody(response.stream, ERROR_BODY_LIMIT, cut=True)
+    else:
+        response.stream = _BoundedBody(response.stream, BODY_LIMIT, cut=False)
+
+
+class _BoundedBody(httpx2.AsyncByteStream):
+    """A response body that ends after `limit` bytes (cut) or raises _Refused there."""
+
+    def __init__(self, body: httpx2.AsyncByteStream, limit: int, cut: bool):
+        self._body, self._limit, self._cut = body, limit, cut
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        left = self._limit
+        async for chunk in self._body:
+            if len(chunk) > left:
+                if not self._cut:
+                    raise _Refused(f"more than {self._limit >> 20} MiB")
+                if left:
+                    yield chunk[:left]
+                return
+            left -= len(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._body.aclose()
+
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+async def _event_data(body: AsyncIterator[bytes]) -> AsyncGenerator[bytes, None]:
+    """The data of each server-sent event in the body, in order; comments (keep-alives) and other
+    fields are skipped. No line, and no event's data, is held past LINE_LIMIT bytes: _Refused."""
+    pending = b""  # the line being received
+    data: list[bytes] = []  # the event's data lines so far
+    n_data = 0
+    async for chunk in body:
+        searched = max(len(pending) - 1, 0)  # only a "\r" may end pending: see below
+        pending += chunk
+        start = 0
+        for line_end in _LINE_END.finditer(pending, searched):
+            if line_end.group() == b"\r" and line_end.end() == len(pending):
+                break  # maybe the first half of "\r\n"
+            line = pending[start : line_end.start()]
+            start = line_end.end()
+            if not line:
+                if data:
+                    yield b"\n".join(data)
+                data, n_data = [], 0
+                continue
+            field, _, value = line.partition(b":")
+            if field == b"data":
+                n_data += len(value)
+                if n_data > LINE_LIMIT:
+                    raise _Refused(f"an event of more than {LINE_LIMIT >> 20} MiB")
+                data.append(value[1:] if value.startswith(b" ") else value)
+        pending = pending[start:]
+        if len(pending) > LINE_LIMIT:
+            raise _Refused(f"a line of more than {LINE_LIMIT >> 20} MiB")
+
+
+def _chunk(data: bytes) -> dict[str, Any]:
+    """An event's data as a chunk object; raises _ServerError for an error the server reports."""
+    chunk = json.loads(data)
+    if not isinstance(chunk, dict):
+        raise _Malformed("an event that is not a JSON object")
+    error = chunk.get("error")
+    if error:
+        message = error.get("message") if isinstance(error, dict) else error
+        raise _ServerError(str(message or "an error event"))
+    return chunk
+
+
+def _field(value: dict[str, Any], key: str, kind: type) -> Any:
+    """value[key] if it is of the kind, None if absent or null; else _Malformed."""
+    item = value.get(key)
+    if item is not None and not isinstance(item, kind):
+        raise _Malformed(f"{key} that is not a {kind.__name__}")
+    return item
+
+
+def _count(value: dict[str, Any], key: str) -> int | None:
+    """A number the server reports (a count, milliseconds); None if it reports none."""
+    item = value.get(key)
+    if isinstance(item, bool) or not isinstance(item, int | float):
+        return None
+    return int(item)
+
+
 def _arguments(text: str) -> dict[str, Any] | str:
     """A call's arguments as an object; text that is not one goes to the tool as it is, which says why."""
     try:
         value = json.loads(text) if text.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
     return value if isinstance(value, dict) else text
 
 
+def _without_credentials(url: str) -> tuple[str, httpx2.BasicAuth | None]:
+    """The URL without its user:password@, and the HTTP basic auth those stand for (what the HTTP
+    client would send for them): so that no log line of the HTTP client shows them."""
+    parts = urlsplit(url)
+    userinfo, _, host = parts.netloc.rpartition("@")
+    if not userinfo:
+        return url, None
+    user, _, password = userinfo.partition(":")
+    return urlunsplit(parts._replace(netloc=host)), httpx2.BasicAuth(unquote(user), unquote(password))
+
+
 def _server_message(exc: openai.APIError) -> str:
-    """What the server said was wrong (its error object's message), else the client's summary."""
+    """What the server said was wrong (its error object's message, or its error body's text), else
+    the client's summary."""
+    if isinstance(exc.body, str):  # not JSON, or cut at ERROR_BODY_LIMIT
+        return exc.body or exc.message
     body = exc.body if isinstance(exc.body, dict) else {}
     error = body.get("error")
     message = error.get("message") if isinstance(error, dict) else body.get("message")

@@ -3,7 +3,8 @@
 Small models often answer a tool request with a bare `{"name": ..., "arguments": {...}}`, or the same
 in a ```json fence, instead of the template's own call syntax. Two rules handle that:
 `tool_call_start` says how much of a streamed answer may be shown before something that may become
-such a call, and `extract_json_call` takes a finished one out of the answer.
+such a call, and `extract_json_call` takes a finished one out of the answer. `CallStartTracker` gives
+`tool_call_start` of a streamed answer piece by piece, without reading it again on every piece.
 
 They are the native engine's own rules (native/src/text.cpp, run by the local engine while it
 generates), written again in Python for the remote engine, which has no native library to call;
@@ -36,7 +37,7 @@ class JsonCall:
 def tool_call_start(text: str, tool_names: list[str]) -> int:
     """Where a tool call written as JSON (bare, or in a ```json fence) may begin in text; len(text)
     when nowhere. A streamed answer is shown only up to there, since a call is not shown as text."""
-    for opening in re.finditer("[{`]", text):
+    for opening in _OPENING.finditer(text):
         if _may_start_json_call(text, opening.start(), tool_names):
             return opening.start()
     return len(text)
@@ -81,24 +82,107 @@ def _declared_call(value: dict[str, Any], tool_names: list[str]) -> tuple[str, d
 def _may_start_json_call(text: str, at: int, tool_names: list[str]) -> bool:
     """Whether a JSON call naming a declared tool may start at `at` ("{", or a ``` fence before one):
     true while what follows is still consistent with `{"name": "<declared tool>"`."""
-    i = at
-    if text.startswith(_FENCE, i) or (len(text) - i < 3 and _FENCE.startswith(text[i:])):
+    return _match_call_opening(text, tool_names, _OPENING_CHAR, at)[0] is not False
+
+
+class CallStartTracker:
+    """`tool_call_start` of an answer that grows piece by piece, in time linear in its length.
+
+    Rescanning the whole answer on every piece is quadratic. Two facts make that unnecessary: an
+    opening ruled out stays ruled out whatever is added after it (it is ruled out by text already
+    written), and the match of an opening still undecided can go on where it stopped. So the tracker
+    keeps only the text it has not decided on yet."""
+
+    def __init__(self, tool_names: list[str]):
+        self._tool_names = tool_names
+        self._text = ""  # the answer from self._offset on
+        self._offset = 0
+        self._at = 0  # where, in self._text, the search for an opening or the match of one goes on
+        self._start: int | None = None  # the opening being matched (in the answer), if any
+        self._stage = _OPENING_CHAR  # how far its match got
+        self._confirmed = False  # it names a declared tool: a call starts there, whatever follows
+
+    def add(self, piece: str) -> int:
+        """Adds the next piece of the answer; returns tool_call_start of the answer so far."""
+        if self._confirmed:
+            return self._offset
+        self._text += piece
+        while True:
+            if self._start is None:
+                opening = _OPENING.search(self._text, self._at)
+                if opening is None:
+                    self._keep_from(len(self._text))
+                    return self._offset
+                self._start, self._stage = self._offset + opening.start(), _OPENING_CHAR
+                self._at = opening.start()
+            decision, self._stage, at = _match_call_opening(
+                self._text, self._tool_names, self._stage, self._at
+            )
+            if decision is None:  # the answer ends before it is decided
+                self._keep_from(at)
+                return self._start
+            if decision:
+                self._confirmed, self._offset, self._text = True, self._start, ""
+                return self._start
+            # Between this opening and where its match failed lie none that may start a call (in a
+            # fence's run of backticks, each fails as the fence did): the search goes on from there.
+            self._at = max(at, self._start + 1 - self._offset)
+            self._start = None
+
+    def _keep_from(self, at: int) -> None:
+        self._text = self._text[at:]
+        self._offset += at
+        self._at = 0
+
+
+_OPENING = re.compile("[{`]")
+_LITERALS = ("{", '"name"', ":", '"')
+# Stages of matching an opening: its first character; the fence's backticks; the fence's language
+# ("json"); each of _LITERALS, after any white space; the tool's name.
+_OPENING_CHAR, _FENCE_TICKS, _FENCE_LANGUAGE, _FIRST_LITERAL = range(4)
+_NAME = _FIRST_LITERAL + len(_LITERALS)
+
+
+def _match_call_opening(text: str, tool_names: list[str], stage: int, i: int) -> tuple[bool | None, int, int]:
+    """Matches `{"name": "<declared tool>"` (bare, or after a ``` fence) from `i`, at `stage`: True once
+    a declared tool's name is written in full, False once none can be; None when the text ends first,
+    with the stage and index to go on from once more text has come. Only text from `i` on is read."""
+    if stage == _OPENING_CHAR:
+        if text.startswith(_FENCE, i):
+            stage = _FENCE_TICKS
+        elif len(text) - i < 3 and _FENCE.startswith(text[i:]):
+            return None, stage, i  # the text ends in what may become a fence
+        else:
+            stage = _FIRST_LITERAL
+    if stage == _FENCE_TICKS:
         i = _first_not_of(text, "`", i)
+        if i == len(text):
+            return None, stage, i
+        stage = _FENCE_LANGUAGE
+    if stage == _FENCE_LANGUAGE:
         i = _first_not_of(text, "jsonJSON", i)
-    for literal in ("{", '"name"', ":", '"'):
+        if i == len(text):
+            return None, stage, i
+        stage = _FIRST_LITERAL
+    while stage < _NAME:
+        literal = _LITERALS[stage - _FIRST_LITERAL]
         i = _first_not_of(text, _SPACE, i)
         written = text[i : i + len(literal)]
         if not written:
-            return True  # the text ends here: anything may follow
+            return None, stage, i  # the text ends here: anything may follow
         if not literal.startswith(written):
-            return False
+            return False, stage, i
         if len(written) < len(literal):
-            return True  # the text ends inside the literal
+            return None, stage, i  # the text ends inside the literal
         i += len(literal)
+        stage += 1
     close = text.find('"', i)
     if close == -1:
-        return any(tool.startswith(text[i:]) for tool in tool_names)
-    return text[i:close] in tool_names
+        # Whether a declared name starts with text[i:], without copying it.
+        n_written = len(text) - i
+        may_be = any(len(tool) >= n_written and text.startswith(tool[:n_written], i) for tool in tool_names)
+        return (None if may_be else False), stage, i
+    return text[i:close] in tool_names, stage, i
 
 
 def _first_not_of(text: str, chars: str, i: int) -> int:

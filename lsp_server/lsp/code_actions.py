@@ -177,11 +177,16 @@ async def _write_edit(
         first=first, last=last, path=turn.shown_path, language=language, test_file=test_file
     )
     attempts = turn.verifier.max_attempts if turn.verifier is not None else actions.BLOCK_ATTEMPTS
+    try:
+        write_tokens = actions.write_tokens(action, code, turn.settings.max_tokens)
+    except actions.BlockTooLong as exc:
+        raise NoEdit(
+            f"lines {first}-{last} of {turn.shown_path} are too long to write again ({exc})"
+        ) from None
     block = BlockRequest(
         message=message,
         write=write,
-        # Room for the whole block again, and then some: a cut-off block cannot parse.
-        write_tokens=max(turn.settings.max_tokens, len(code) // 2),
+        write_tokens=write_tokens,
         max_attempts=min(turn.settings.max_tool_steps, attempts),
         second_look=second_look,
     )
@@ -195,4 +200,5 @@ async def _write_edit(
 
 
 class NoEdit(Exception):
-    """The model finished without an edit that applies."""
+    """The action ends without an edit that applies: the model proposed none, or the block is too long
+    for it to write again."""

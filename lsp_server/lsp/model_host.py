@@ -9,7 +9,9 @@ Every request asks the host for the engine; settings changes ask it for a new on
 a request that arrives while the model loads (or while the client's configuration is still on its way)
 waits for that load instead of starting its own, and a reload closes the old engine before the new one
 loads, so its threads and KV cache are freed. Quick successive settings changes collapse into one load
-of the newest settings.
+of the newest settings. A request holds the engine through a HostedEngine: what a reload shut out of
+the old engine before it began (queued behind another answer, or asked for after the close) runs on the
+new one.
 """
 
 from __future__ import annotations
@@ -17,15 +19,29 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from ..engine import ChatEngine, Engine, EngineConfig, EngineError, model_cache_key, models
+from ..engine import (
+    ChatEngine,
+    ChatRequest,
+    ChatResult,
+    Engine,
+    EngineClosed,
+    EngineConfig,
+    EngineError,
+    InfillRequest,
+    model_cache_key,
+    models,
+)
+from ..engine.api import WarmJob
 from .settings import Settings
 
 log = logging.getLogger("llama_lsp.model_host")
 
 # How long a request waits for the client's configuration before the model loads with what is known.
 CONFIGURATION_WAIT_S = 10.0
+
+T = TypeVar("T")
 
 
 class ModelUnavailable(Exception):
@@ -77,7 +93,12 @@ class ModelHost:
             self._driver = asyncio.ensure_future(self._drive())
 
     async def ready(self) -> ChatEngine:
-        """The loaded engine; waits for the load in flight; raises ModelUnavailable if it cannot load."""
+        """The loaded engine, as a request holds it (HostedEngine); waits for the load in flight; raises
+        ModelUnavailable if it cannot load."""
+        return HostedEngine(self, await self.loaded())
+
+    async def loaded(self) -> ChatEngine:
+        """The loaded engine itself (see `ready`)."""
         if not self._requested.is_set():
             try:  # the server asks once the client's configuration has arrived
                 await asyncio.wait_for(self._requested.wait(), CONFIGURATION_WAIT_S)
@@ -166,3 +187,70 @@ class ModelHost:
         engine, self.engine = self.engine, None
         if engine is not None:
             await engine.aclose()
+
+
+class HostedEngine:
+    """The engine as a request holds it (an api.ChatEngine): the one it was given, until a reload closes
+    that one before a model request of it began (the request was queued behind another answer, or asked
+    after the close). Then the request runs on the engine the reload loads, instead of failing with
+    EngineClosed. A request that was running when the engine closed ends cancelled, as it would on any
+    close: it may have streamed a part of its answer already. Warming is not handed over: the server
+    warms the new engine afresh."""
+
+    def __init__(self, host: ModelHost, engine: ChatEngine) -> None:
+        self._host = host
+        self._engine = engine
+
+    @property
+    def can_warm(self) -> bool:
+        return self._engine.can_warm
+
+    @property
+    def can_complete(self) -> bool:
+        return self._engine.can_complete
+
+    @property
+    def queue_length(self) -> int:
+        return self._engine.queue_length
+
+    async def ready(self) -> dict[str, Any]:
+        return await self._engine.ready()
+
+    async def generate(
+        self, request: ChatRequest, on_piece: Callable[[str], None] | None = None
+    ) -> ChatResult:
+        return await self._on_the_newest(lambda engine: engine.generate(request, on_piece))
+
+    async def complete(
+        self, request: InfillRequest, keep_going: Callable[[str], bool] | None = None
+    ) -> ChatResult:
+        return await self._on_the_newest(lambda engine: engine.complete(request, keep_going))
+
+    def warm(self, request: ChatRequest, follow_up: bool = False) -> WarmJob:
+        return self._engine.warm(request, follow_up)
+
+    def warm_completion(self, request: InfillRequest) -> WarmJob:
+        return self._engine.warm_completion(request)
+
+    async def info(self) -> dict[str, Any]:
+        return await self._on_the_newest(lambda engine: engine.info())
+
+    async def aclose(self) -> None:
+        """Nothing: the host owns the engine and closes it; a request only holds it."""
+
+    async def _on_the_newest(self, call: Callable[[ChatEngine], Awaitable[T]]) -> T:
+        """`call` on the engine, or, when that engine closed before the call began, on the engine that
+        replaced it (each reload may shut it out again, so as many times as there are reloads)."""
+        while True:
+            engine = self._engine
+            try:
+                return await call(engine)
+            except EngineClosed as closed:
+                try:
+                    newer = await self._host.loaded()
+                except ModelUnavailable as exc:  # shutting down, or the new model failed to load
+                    raise EngineClosed(str(exc)) from None
+                if newer is engine:
+                    raise closed from None
+                log.info("a request the engine's reload shut out runs on the new engine")
+                self._engine = newer

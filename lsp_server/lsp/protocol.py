@@ -25,6 +25,7 @@ ACTION_KINDS = tuple(action.name for action in ACTIONS)
 LOADING, READY, BUSY, ERROR = "loading", "ready", "busy", "error"
 
 MAX_MESSAGE_CHARS = 100_000
+MAX_DIAGNOSTICS = 1000  # per code action: the problems in a selection, each of which its prompt lists
 
 
 class ParamsError(ValueError):
@@ -151,14 +152,34 @@ def parse_code_action_request(raw: Any) -> CodeActionRequest:
     diagnostics = data.get("diagnostics") or []
     if not isinstance(diagnostics, list):
         raise ParamsError("diagnostics must be a list")
+    if len(diagnostics) > MAX_DIAGNOSTICS:
+        raise ParamsError(f"diagnostics has more than {MAX_DIAGNOSTICS} entries")
     return CodeActionRequest(
         uri=parse_uri(data.get("uri"), "uri"),
         range=parse_range(data.get("range")),
         kind=kind,
         version=version,
-        diagnostics=tuple(_object(d, "diagnostic") for d in diagnostics),
+        diagnostics=tuple(parse_diagnostic(d, f"diagnostics[{n}]") for n, d in enumerate(diagnostics)),
         conversation_id=_conversation_id(data.get("conversationId")),
     )
+
+
+def parse_diagnostic(value: Any, what: str) -> dict[str, Any]:
+    """An LSP Diagnostic as plain JSON, checked in what the prompt and the tools read of it: its range,
+    message, severity and source (the rest, such as `code` or `data`, is kept as it came)."""
+    diagnostic = _object(value, what)
+    parse_range(diagnostic.get("range"), f"{what}.range")
+    message = diagnostic.get("message")
+    if not isinstance(message, str):
+        raise ParamsError(f"{what}.message must be a string")
+    if len(message) > MAX_MESSAGE_CHARS:
+        raise ParamsError(f"{what}.message is longer than {MAX_MESSAGE_CHARS} characters")
+    severity = diagnostic.get("severity")
+    if severity is not None and (isinstance(severity, bool) or not isinstance(severity, int)):
+        raise ParamsError(f"{what}.severity must be an integer")
+    if diagnostic.get("source") is not None and not isinstance(diagnostic["source"], str):
+        raise ParamsError(f"{what}.source must be a string")
+    return diagnostic
 
 
 def _conversation_id(value: Any) -> str | None:

@@ -72,10 +72,12 @@ class HardenedProtocol(LanguageServerProtocol):
 
     Takes parsed JSON through handle_frame (serve_stdio's loop calls it), checks the envelope, and
     structures only the top-level message. Beyond that, relative to pygls:
+    - a second initialize is answered InvalidRequest and changes nothing (pygls would start afresh);
     - a request after shutdown is answered InvalidRequest, and shutdown cancels only the client's
       requests in flight (pygls also cancelled the handler of an `exit` sent before shutdown's answer);
     - a $/cancelRequest for a generator-run builtin (workspace/executeCommand) cancels the handler it
-      runs too, and a generator whose handler ends cancelled is answered RequestCancelled;
+      runs too, and a generator whose handler ends cancelled is answered RequestCancelled; one whose id
+      is neither an integer nor a string is ignored (pygls raised on a list);
     - internal errors are answered without their traceback (it is logged instead);
     - a result that cannot be serialized is answered with an internal error instead of nothing.
     """
@@ -86,6 +88,7 @@ class HardenedProtocol(LanguageServerProtocol):
         self._client_requests: set[MsgId] = set()  # ids of the client's requests not answered yet
         self._write_lock = threading.Lock()  # thread handlers' answers must not interleave with others
         self._transport_closed = False
+        self._initialize_received = False  # initialize is answered once; a second one is refused
 
     # ---- incoming --------------------------------------------------------------------------------
 
@@ -144,6 +147,13 @@ class HardenedProtocol(LanguageServerProtocol):
                 log.warning("ignoring a %s notification with invalid params: %s", envelope.method, detail)
             return
         log.debug("%s %s", "request" if is_request else "notification", envelope.method)
+        if envelope.method == types.INITIALIZE and self._initialize_received:
+            # pygls would build a new workspace, dropping every open document, and merge new settings.
+            log.warning("refused a second initialize")
+            if isinstance(envelope, Request):
+                self.send_error(envelope.id, INVALID_REQUEST, "the server is already initialized")
+            return
+        self._initialize_received |= envelope.method == types.INITIALIZE
         context = contextvars.copy_context()  # each handler in its own context, as pygls does
         if isinstance(envelope, Request):
             if envelope.method == types.SHUTDOWN:
@@ -257,6 +267,9 @@ class HardenedProtocol(LanguageServerProtocol):
             self._generator_steps[result_future] = step
 
     def _handle_cancel_notification(self, msg_id: MsgId) -> None:
+        if not is_valid_id(msg_id):  # no request has such an id: ignored, as LSP says of unknown ids
+            log.warning("ignoring a $/cancelRequest whose id is not an integer or a string: %.100r", msg_id)
+            return
         request = self._request_futures.get(msg_id)
         super()._handle_cancel_notification(msg_id)
         step = self._generator_steps.pop(request, None) if request is not None else None

@@ -20,12 +20,16 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from ..assistant.actions import REWRITE_MAX_FACTOR
+from ..assistant.check_sandbox import SandboxMode
 from ..engine import RemoteConfig, models
+from ..engine.api import SECONDS_PER_TOKEN
 
 SECTION = "llamaLsp"
 
-# A setting's kind follows from its field's type: it picks the conversion and each editor's type.
-Kind = Literal["bool", "int", "float", "str", "path", "command", "backend"]
+# A setting's kind follows from its field's type: it picks the conversion and each editor's type. A
+# `Literal` of strings is a "choice" of those values.
+Kind = Literal["bool", "int", "float", "str", "choice", "path", "command", "backend"]
 
 
 @dataclass(frozen=True)
@@ -112,7 +116,10 @@ class Settings:
     )
     max_tokens: int = setting(
         1024,
-        doc="Tokens the model may write per model request, at most.",
+        doc="Tokens the model may write per model request, at most. A code action that writes a block "
+        "again (Fix, Document, Refactor, Write tests) may write more, so that the whole block fits: up to "
+        f"{REWRITE_MAX_FACTOR} times this; a block too long for that is refused with a message that names "
+        "this setting.",
         bounds=(1, 32768),
     )
     temperature: float = setting(
@@ -129,8 +136,18 @@ class Settings:
         "relative to the folder, shell-quoted. Empty: edits are not checked.\n\n"
         "**It runs code the model wrote**, and the workspace's own code (its tests, `conftest.py`): the "
         "server applies the proposed edit to a temporary copy of the folder and runs the command there, "
-        "with a timeout and, where the OS allows, no network. Exit status 0 passes; on a failure the model "
+        "in a sandbox (`#verifySandbox#`) with a timeout. Exit status 0 passes; on a failure the model "
         "gets the output and tries again (`#maxVerifyAttempts#`).",
+        trusted_only=True,
+    )
+    verify_sandbox: SandboxMode = setting(  # noqa: RUF009 (as above)
+        "auto",
+        doc='How `#verifyCommand#` is isolated: `"auto"` runs it under bubblewrap (`bwrap`), or not at all '
+        'where bubblewrap is missing or cannot set up its sandbox; `"none"` runs it without isolation.\n\n'
+        "In bubblewrap's sandbox the system is read-only, the copy of the folder is the only writable "
+        "place, and the command has no home directory, no network and a scrubbed environment; everything "
+        'it started ends with it. With `"none"` it runs as you: it can read and write your files, use '
+        "the network, and leave processes behind.",
         trusted_only=True,
     )
     verify_timeout: float = setting(
@@ -191,7 +208,9 @@ class Settings:
         "`model` is the name that server serves it under. `apiKeyEnv` (optional) names the environment "
         "variable that holds the API key; the server reads it from the environment VS Code was started "
         "with, so the key is not stored in settings.json. `timeout` (optional, seconds, default 600) is "
-        "the longest wait for the server's next bytes. The files you ask about are sent to that URL.",
+        "the longest wait for the server's next bytes; a request ends within `timeout` plus "
+        f"{SECONDS_PER_TOKEN:g} s per token it may write (`#maxTokens#`), whatever the server does. The "
+        "files you ask about are sent to that URL.",
         restricted=True,
     )
 
@@ -205,7 +224,7 @@ class Settings:
     def engine_name(self) -> str:
         """The model as the status names it."""
         if self.backend is not None:
-            return f"{self.backend.model} at {self.backend.url}"
+            return f"{self.backend.model} at {self.backend.shown_url}"
         return self.model
 
 
@@ -223,6 +242,7 @@ class SettingSpec:
     local_only: bool
     trusted_only: bool
     restricted: bool
+    choices: tuple[str, ...] = ()  # a choice's values
 
     @property
     def summary(self) -> str:
@@ -254,12 +274,16 @@ def _specs() -> tuple[SettingSpec, ...]:
     specs = []
     for field in dataclasses.fields(Settings):
         declared: _Declared = field.metadata["setting"]
-        kind = _KINDS[hints[field.name]]
+        hint = hints[field.name]
+        choices = typing.get_args(hint) if typing.get_origin(hint) is Literal else ()
+        kind: Kind = "choice" if choices else _KINDS[hint]
         if (declared.bounds is not None) != (kind in ("int", "float")):
             raise TypeError(f"Settings.{field.name}: a number needs bounds, and only a number has them")
         default = _WIRE_DEFAULTS.get(kind, getattr(defaults, field.name))
         specs.append(
-            SettingSpec(field.name, _camel(field.name), kind, default, **dataclasses.asdict(declared))
+            SettingSpec(
+                field.name, _camel(field.name), kind, default, **dataclasses.asdict(declared), choices=choices
+            )
         )
     return tuple(specs)
 
@@ -285,7 +309,8 @@ def merge(base: Settings, raw: Any) -> tuple[Settings, list[str]]:
         try:
             changes[name] = _convert(_BY_NAME[name], value)
         except (TypeError, ValueError) as exc:
-            warnings.append(f"llama-lsp setting {wire}={value!r} ignored: {exc}")
+            shown = "" if _BY_NAME[name].kind == "backend" else f"={value!r}"  # it may hold credentials
+            warnings.append(f"llama-lsp setting {wire}{shown} ignored: {exc}")
     return dataclasses.replace(base, **changes), warnings
 
 
@@ -308,6 +333,10 @@ def _convert(spec: SettingSpec, value: Any) -> Any:
         if not isinstance(value, str) or not value.strip():
             raise ValueError("expected a non-empty string")
         return value.strip()
+    if spec.kind == "choice":
+        if value not in spec.choices:
+            raise ValueError("expected " + " or ".join(f'"{choice}"' for choice in spec.choices))
+        return value
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError("expected a number")
     low, high = _LIMITS[spec.name]
@@ -350,7 +379,7 @@ BACKEND_SCHEMA: dict[str, Any] = {
             "maximum": 3600,
             "default": RemoteConfig.timeout_s,
             "description": "Seconds to wait for the server's next bytes (the first come once it has read "
-            "the prompt).",
+            f"the prompt). A request ends within this plus {SECONDS_PER_TOKEN:g} s per token it may write.",
         },
     },
     "required": ["url", "model"],

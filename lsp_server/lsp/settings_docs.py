@@ -51,6 +51,7 @@ TYPES: dict[Kind, Types] = {
     "int": Types("integer", "number", "integer", "integer"),
     "float": Types("number", "number", "number", "number"),
     "str": Types("string", "string", "string", "string"),
+    "choice": Types("string", "string", "string", "string"),  # narrowed to its values (_choices)
     "path": Types(["string", "null"], "string | null", "string", "path"),
     "command": Types("string", "string", "string|false", "string"),  # false: none, in the Lua plugin
     "backend": Types(
@@ -110,8 +111,15 @@ def notes(spec: SettingSpec, *, vscode: bool) -> list[str]:
     return said
 
 
+def _choices(spec: SettingSpec, quote: Callable[[str], str], separator: str) -> str | None:
+    """A choice's values as one place writes a type; None for another kind."""
+    return separator.join(map(quote, spec.choices)) if spec.choices else None
+
+
 def _type_label(spec: SettingSpec) -> str:
-    """The type as the docs' tables say it, with a number's bounds."""
+    """The type as the docs' tables say it, with a number's bounds or a choice's values."""
+    if spec.choices:
+        return _choices(spec, lambda value: f"`{_json(value)}`", " or ") or ""
     if spec.bounds is None:
         return TYPES[spec.kind].docs
     low, high = plain(spec.bounds)
@@ -126,6 +134,8 @@ def vscode_property(spec: SettingSpec) -> dict[str, Any]:
     entry: dict[str, Any] = {"type": TYPES[spec.kind].schema, "default": spec.default}
     if spec.bounds is not None:
         entry["minimum"], entry["maximum"] = spec.bounds
+    if spec.choices:
+        entry["enum"] = list(spec.choices)
     if spec.kind == "path":
         entry["scope"] = "machine-overridable"  # a path on this machine, not the workspace's
     if spec.kind == "backend":
@@ -227,7 +237,8 @@ def typescript() -> str:
         else:
             fields.extend(["  /**", *(f"   * {line}" for line in doc), "   */"])
         optional = "?" if spec.trusted_only else ""  # forTrust leaves it out
-        fields.append(f"  {spec.wire}{optional}: {TYPES[spec.kind].typescript};")
+        kind = _choices(spec, _ts_literal, " | ") or TYPES[spec.kind].typescript
+        fields.append(f"  {spec.wire}{optional}: {kind};")
     defaults = [f"  {spec.wire}: {_ts_literal(spec.default)}," for spec in SPECS]
     trusted_only = ", ".join(_ts_literal(spec.wire) for spec in SPECS if spec.trusted_only)
     return f"""/**
@@ -310,7 +321,10 @@ def _nvim_specs() -> list[SettingSpec]:
 
 def lua_annotations() -> str:
     """config.lua's `llama_lsp.ServerSettings` class."""
-    heads = [f"---@field {spec.wire}? {TYPES[spec.kind].lua}" for spec in _nvim_specs()]
+    heads = [
+        f"---@field {spec.wire}? {_choices(spec, _json, '|') or TYPES[spec.kind].lua}"
+        for spec in _nvim_specs()
+    ]
     column = max(len(head) for head in heads if len(head) <= 40) + 1
     lines = [
         "---Server settings, camelCase as on the wire (the `llamaLsp` section; the server's defaults fill "

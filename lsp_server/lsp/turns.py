@@ -24,6 +24,7 @@ from pygls.exceptions import JsonRpcRequestCancelled
 from pygls.workspace import TextDocument, Workspace
 
 from ..assistant.block_turn import BlockRequest, BlockTurn
+from ..assistant.check_sandbox import CheckSandbox
 from ..assistant.conversation import (
     Conversation,
     ConversationStore,
@@ -234,7 +235,11 @@ class TurnService:
         verifier = None
         if checked and settings.verify_command is not None:
             verifier = Verifier(
-                settings.verify_command, settings.verify_timeout, settings.max_verify_attempts, sandbox
+                settings.verify_command,
+                settings.verify_timeout,
+                settings.max_verify_attempts,
+                sandbox,
+                CheckSandbox(settings.verify_sandbox),
             )
         conversation = self.conversations.get_or_create(conversation_id)
         text = document.source if document is not None else ""

@@ -293,7 +293,13 @@ end)
 offline_step("setup passes the verify and backend settings to the server", function()
   llama.setup({
     filetypes = { "python" },
-    init_options = { verifyCommand = "pytest -q {file}", verifyTimeout = 30, maxVerifyAttempts = 2, warm = false },
+    init_options = {
+      verifyCommand = "pytest -q {file}",
+      verifySandbox = "none",
+      verifyTimeout = 30,
+      maxVerifyAttempts = 2,
+      warm = false,
+    },
   })
   -- setup() only takes a command list; the stand-in goes in behind it.
   require("llama_lsp.config").options.cmd = fake_server
@@ -310,7 +316,7 @@ offline_step("setup passes the verify and backend settings to the server", funct
   assert(init.method == "initialize", vim.inspect(init))
   local sent = init.params.initializationOptions
   assert(sent.verifyCommand == "pytest -q {file}" and sent.verifyTimeout == 30, vim.inspect(sent))
-  assert(sent.maxVerifyAttempts == 2, vim.inspect(sent))
+  assert(sent.maxVerifyAttempts == 2 and sent.verifySandbox == "none", vim.inspect(sent))
   assert(sent.warm == false, "the warm setting did not reach the server: " .. vim.inspect(sent))
   assert(vim.deep_equal(llama.client_for(fake_buf).settings.llamaLsp, sent), "workspace/configuration differs")
   -- Left out of a later setup(), verifyCommand is turned off in the running server, not kept.
@@ -319,6 +325,8 @@ offline_step("setup passes the verify and backend settings to the server", funct
   local change = fake.notifications[#fake.notifications]
   assert(change.method == "workspace/didChangeConfiguration", vim.inspect(change))
   assert(change.params.settings.llamaLsp.verifyCommand == "", vim.inspect(change))
+  -- And a check without a sandbox goes back to the sandbox.
+  assert(change.params.settings.llamaLsp.verifySandbox == "auto", vim.inspect(change))
   -- The same for a backend: left out, the running server goes back to its own model.
   assert(sent.backend == "local", vim.inspect(sent))
   local remote = { url = "http://gpu-box:8080/v1", model = "m" }

@@ -36,7 +36,11 @@ export interface ServerSettings {
   cacheDir: string | null;
   /** Tool calls (reading, searching, editing files) the model may make per answer, at most. */
   maxToolSteps: number;
-  /** Tokens the model may write per model request, at most. */
+  /**
+   * Tokens the model may write per model request, at most. A code action that writes a block again (Fix,
+   * Document, Refactor, Write tests) may write more, so that the whole block fits: up to 4 times this; a
+   * block too long for that is refused with a message that names this setting.
+   */
   maxTokens: number;
   /** Sampling temperature; 0 is greedy, so the same question gets the same answer. */
   temperature: number;
@@ -46,6 +50,12 @@ export interface ServerSettings {
    * shell-quoted. Empty: edits are not checked. Not used in Restricted Mode (an untrusted workspace).
    */
   verifyCommand?: string;
+  /**
+   * How `verifyCommand` is isolated: `"auto"` runs it under bubblewrap (`bwrap`), or not at all where
+   * bubblewrap is missing or cannot set up its sandbox; `"none"` runs it without isolation. Not used in
+   * Restricted Mode (an untrusted workspace).
+   */
+  verifySandbox?: 'auto' | 'none';
   /** Seconds one run of `verifyCommand` may take before it is stopped and counted as failed. */
   verifyTimeout: number;
   /**
@@ -92,6 +102,7 @@ export const SERVER_DEFAULTS: Required<ServerSettings> = {
   maxTokens: 1024,
   temperature: 0,
   verifyCommand: '',
+  verifySandbox: 'auto',
   verifyTimeout: 60,
   maxVerifyAttempts: 3,
   warm: true,
@@ -101,4 +112,4 @@ export const SERVER_DEFAULTS: Required<ServerSettings> = {
 };
 
 /** The settings that make the server run a command on the workspace's code (settings.ts, forTrust). */
-export const TRUSTED_ONLY = ['verifyCommand'] as const;
+export const TRUSTED_ONLY = ['verifyCommand', 'verifySandbox'] as const;

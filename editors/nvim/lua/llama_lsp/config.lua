@@ -10,43 +10,50 @@ local M = {}
 -- begin settings: generated from lsp_server/lsp/settings.py, `make generate`
 ---Server settings, camelCase as on the wire (the `llamaLsp` section; the server's defaults fill the rest).
 ---@class llama_lsp.ServerSettings
----@field model? string               Catalogue model name (`llama-lsp model list`) or the path of a GGUF
----                                   file. Default: "qwen2.5-coder-1.5b".
----@field contextSize? integer        Context size in tokens for each conversation slot. Default: 8192.
----@field threads? integer            Threads for decoding and for reading prompts; 0 picks a default for the
----                                   machine (half the cores, at most 4). Default: 0.
----@field slots? integer              Conversations kept warm at once, each in its own slot of `contextSize`
----                                   tokens whose cached prompt a follow-up reuses; the least recently used
----                                   is evicted. Default: 4.
----@field cacheDir? string            Directory where the server saves its slots' state, so that the cache
----                                   survives restarts. Unset: `~/.cache/llama-lsp` (under `$XDG_CACHE_HOME`
----                                   when that is set); the models stay in `~/.cache/llama-lsp/models` either
----                                   way.
----@field maxToolSteps? integer       Tool calls (reading, searching, editing files) the model may make per
----                                   answer, at most. Default: 6.
----@field maxTokens? integer          Tokens the model may write per model request, at most. Default: 1024.
----@field temperature? number         Sampling temperature; 0 is greedy, so the same question gets the same
----                                   answer. Default: 0.
----@field verifyCommand? string|false Shell command that checks each edit the model proposes, e.g. `python -m
----                                   pytest -q`, or `python -m pytest -q {file}` for a test file: `{file}` is
----                                   replaced by the edited file's path relative to the folder, shell-quoted.
----                                   Empty: edits are not checked. Default: "".
----@field verifyTimeout? number       Seconds one run of `verifyCommand` may take before it is stopped and
----                                   counted as failed. Default: 60.
----@field maxVerifyAttempts? integer  How many proposed edits `verifyCommand` checks per request before the
----                                   first failed one is returned, marked as failed. Default: 3.
----@field warm? boolean               Warm the model's cache in the background while you read: an open file's
----                                   prompt when it is opened and after typing pauses, and each answer for
----                                   the follow-up, so that a first question about the file evaluates only
----                                   the question. Off: the model runs only when you ask something. Default:
----                                   true.
+---@field model? string                Catalogue model name (`llama-lsp model list`) or the path of a GGUF
+---                                    file. Default: "qwen2.5-coder-1.5b".
+---@field contextSize? integer         Context size in tokens for each conversation slot. Default: 8192.
+---@field threads? integer             Threads for decoding and for reading prompts; 0 picks a default for the
+---                                    machine (half the cores, at most 4). Default: 0.
+---@field slots? integer               Conversations kept warm at once, each in its own slot of `contextSize`
+---                                    tokens whose cached prompt a follow-up reuses; the least recently used
+---                                    is evicted. Default: 4.
+---@field cacheDir? string             Directory where the server saves its slots' state, so that the cache
+---                                    survives restarts. Unset: `~/.cache/llama-lsp` (under `$XDG_CACHE_HOME`
+---                                    when that is set); the models stay in `~/.cache/llama-lsp/models`
+---                                    either way.
+---@field maxToolSteps? integer        Tool calls (reading, searching, editing files) the model may make per
+---                                    answer, at most. Default: 6.
+---@field maxTokens? integer           Tokens the model may write per model request, at most. A code action
+---                                    that writes a block again (Fix, Document, Refactor, Write tests) may
+---                                    write more, so that the whole block fits: up to 4 times this; a block
+---                                    too long for that is refused with a message that names this setting.
+---                                    Default: 1024.
+---@field temperature? number          Sampling temperature; 0 is greedy, so the same question gets the same
+---                                    answer. Default: 0.
+---@field verifyCommand? string|false  Shell command that checks each edit the model proposes, e.g. `python -m
+---                                    pytest -q`, or `python -m pytest -q {file}` for a test file: `{file}`
+---                                    is replaced by the edited file's path relative to the folder,
+---                                    shell-quoted. Empty: edits are not checked. Default: "".
+---@field verifySandbox? "auto"|"none" How `verifyCommand` is isolated: `"auto"` runs it under bubblewrap
+---                                    (`bwrap`), or not at all where bubblewrap is missing or cannot set up
+---                                    its sandbox; `"none"` runs it without isolation. Default: "auto".
+---@field verifyTimeout? number        Seconds one run of `verifyCommand` may take before it is stopped and
+---                                    counted as failed. Default: 60.
+---@field maxVerifyAttempts? integer   How many proposed edits `verifyCommand` checks per request before the
+---                                    first failed one is returned, marked as failed. Default: 3.
+---@field warm? boolean                Warm the model's cache in the background while you read: an open file's
+---                                    prompt when it is opened and after typing pauses, and each answer for
+---                                    the follow-up, so that a first question about the file evaluates only
+---                                    the question. Off: the model runs only when you ask something. Default:
+---                                    true.
 ---@field backend? "local"|llama_lsp.RemoteBackend Where the model runs: `"local"`, in the language server's
----                                   process (the model of `model`); or `{"url": "http://host:port/v1",
----                                   "model": "NAME", "apiKeyEnv": "VAR", "timeout": 600}`, an
----                                   OpenAI-compatible server that answers instead (llama.cpp's
----                                   `llama-server`, vLLM), such as a team's shared GPU machine. The API key
----                                   is read from the environment variable `apiKeyEnv` names: the key itself
----                                   is never a setting. Default: "local".
+---                                    process (the model of `model`); or `{"url": "http://host:port/v1",
+---                                    "model": "NAME", "apiKeyEnv": "VAR", "timeout": 600}`, an
+---                                    OpenAI-compatible server that answers instead (llama.cpp's
+---                                    `llama-server`, vLLM), such as a team's shared GPU machine. The API key
+---                                    is read from the environment variable `apiKeyEnv` names: the key itself
+---                                    is never a setting. Default: "local".
 -- end settings
 
 ---An OpenAI-compatible server (llama.cpp's llama-server, vLLM). The API key is never a setting: the
@@ -120,16 +127,20 @@ function M.setup(opts)
   return M.options
 end
 
----The `llamaLsp` settings for the server: `init_options`, with `verifyCommand` ("" for none) and
----`backend` ("local" for none) always present. The server keeps a setting that a later configuration
----leaves out, so without this, dropping verifyCommand from a second setup() would leave running servers
----checking edits, and dropping backend would leave them sending code to the remote server. `completion`
----and `completionTimeBudgetMs` come from the `completion` options, always.
+---The `llamaLsp` settings for the server: `init_options`, with `verifyCommand` ("" for none),
+---`verifySandbox` ("auto" when unset) and `backend` ("local" for none) always present. The server keeps a
+---setting that a later configuration leaves out, so without this, dropping verifyCommand from a second
+---setup() would leave running servers checking edits, dropping verifySandbox would leave them checking
+---without a sandbox, and dropping backend would leave them sending code to the remote server.
+---`completion` and `completionTimeBudgetMs` come from the `completion` options, always.
 ---@return llama_lsp.ServerSettings
 function M.server_settings()
   local settings = vim.deepcopy(M.options.init_options)
   if settings.verifyCommand == nil or settings.verifyCommand == false then
     settings.verifyCommand = ""
+  end
+  if settings.verifySandbox == nil then
+    settings.verifySandbox = "auto"
   end
   if settings.backend == nil then
     settings.backend = "local"

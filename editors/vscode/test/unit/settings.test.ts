@@ -131,11 +131,12 @@ describe('settings', () => {
   });
 
   test('initializationOptions carry every server setting, and untrusted, all but TRUSTED_ONLY', () => {
-    assert.deepEqual(TRUSTED_ONLY, ['verifyCommand']);
+    assert.deepEqual(TRUSTED_ONLY, ['verifyCommand', 'verifySandbox']);
     const settings = readSettings(vscode.workspace.getConfiguration('llamaLsp'));
     assert.deepEqual(Object.keys(initializationOptions(settings, true)).sort(), Object.keys(SERVER_DEFAULTS).sort());
     const untrusted = Object.keys(initializationOptions(settings, false)).sort();
-    assert.deepEqual(untrusted, Object.keys(SERVER_DEFAULTS).filter((key) => key !== 'verifyCommand').sort());
+    const trustedOnly: readonly string[] = TRUSTED_ONLY;
+    assert.deepEqual(untrusted, Object.keys(SERVER_DEFAULTS).filter((key) => !trustedOnly.includes(key)).sort());
   });
 
   test('the backend setting says where the key comes from, with an example', () => {
@@ -195,6 +196,8 @@ describe('workspace trust', () => {
     assert.equal(trust.supported, 'limited');
     assert.ok(trust.description.length > 0);
     assert.ok(trust.restrictedConfigurations.includes('llamaLsp.verifyCommand'));
+    // A workspace must not turn the check's sandbox off.
+    assert.ok(trust.restrictedConfigurations.includes('llamaLsp.verifySandbox'));
     assert.ok(trust.restrictedConfigurations.includes('llamaLsp.serverCommand'));
     // A workspace's backend could send the code to a server of its choosing.
     assert.ok(trust.restrictedConfigurations.includes('llamaLsp.backend'));

@@ -1,0 +1,459 @@
+"""The box a check (`verifyCommand`) runs in: a copy of the folder, and the command's isolation.
+
+`copy_folder` copies what the check needs and nothing that leads out: links that stay inside the
+folder stay links (pointing into the copy), links that leave it and loops are left out, and so are
+FIFOs, sockets and devices; the caller tells the check what was left out. The copy is refused past
+COPY_MAX_FILES entries or COPY_MAX_BYTES.
+
+`CheckSandbox.run` runs the command in the copy. With `verifySandbox` "auto" it runs under bubblewrap
+(`bwrap`, Flatpak's sandbox): the system read-only, the copy the only writable place, a fresh /tmp and
+/run, no home directory (except the interpreters a Python check needs, read-only), its own network (a
+loopback device only), pid, IPC and UTS namespaces, a scrubbed environment, and resource limits (CPU
+time, file size, processes). Its pid namespace dies with its first process, so nothing the check
+started outlives it. Where bubblewrap is missing or cannot set up its namespaces, nothing runs:
+SandboxUnavailable says why and how to fix it. With "none" the command runs as the user, in its own
+process group, which is killed when it ends (a `setsid` child escapes that).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import math
+import os
+import pwd
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from .sandbox import SKIPPED_DIRS
+
+SandboxMode = Literal["auto", "none"]
+
+COPY_MAX_FILES = 20_000
+COPY_MAX_BYTES = 512 * 1024 * 1024
+# Besides SKIPPED_DIRS (.git, node_modules, .venv, ...): environments and caches that are not the code.
+NOT_COPIED = SKIPPED_DIRS | {"venv", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+# The workspace's own virtual environments: not copied, but bound read-only at the same place in the
+# copy (and where they are), so that `.venv/bin/python -m pytest` runs in the sandbox.
+VENV_NAMES = (".venv", "venv")
+LEFT_OUT_SHOWN = 10  # names listed in the note about what was left out; the rest are counted
+
+OUTPUT_HEAD_CHARS = 1_000  # what the command printed first (the command line, collection errors)
+OUTPUT_TAIL_CHARS = 3_000  # and last (a test runner's summary)
+DRAIN_S = 1.0  # how long output is still read after the command ended and its processes were killed
+
+FILE_SIZE_LIMIT = 512 * 1024 * 1024  # RLIMIT_FSIZE: bytes any one file written may reach
+# RLIMIT_NPROC: the kernel counts it per user, in the user namespace the limit is set in (Linux 5.14 and
+# later), so it is set inside the sandbox's own, where only the check's processes count. It does not
+# apply to root, nor without the sandbox (there it would count every process the user runs).
+PROCESS_LIMIT = 512
+# The variables a test command needs to find its tools and decode text; nothing else is passed on, so
+# keys and tokens in the editor's environment never reach code the model wrote.
+KEPT_VARIABLES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+HOME_INSIDE = "/tmp/home"
+
+# Sets the limits, then runs the command with `sh -c`; run by the server's own interpreter, without
+# site-packages (-I -S), which the sandbox always has.
+_LIMITER = """\
+import os, resource, sys
+for name, value in zip(("RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NPROC"), map(int, sys.argv[1:4])):
+    if value >= 0:
+        kind = getattr(resource, name)
+        hard = resource.getrlimit(kind)[1]
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(kind, (value, value))
+os.execvp("sh", ["sh", "-c", sys.argv[4]])
+"""
+
+# How a refusal ends: the other way out, and what it costs.
+NOT_ISOLATED = (
+    'or set `verifySandbox` to "none" to run checks without isolation, as you, with your files and network'
+)
+
+
+class SandboxUnavailable(Exception):
+    """verifySandbox is "auto" and bubblewrap cannot run here; the message names the fix."""
+
+
+class CopyRefused(Exception):
+    """The folder is too large, or unreadable, to copy for each check."""
+
+
+def copy_folder(source: Path, target: Path) -> list[str]:
+    """Copies the folder `source` to `target` (a new directory) for a check; returns what was left out,
+    each as `path (why)` relative to the folder. Raises CopyRefused past the size limits."""
+    root = Path(os.path.realpath(source))
+    left_out: list[str] = []
+    entries = 0
+    size = 0
+    target.mkdir()
+    pending = [Path()]
+    while pending:
+        relative = pending.pop()
+        try:
+            with os.scandir(root / relative) as listing:
+                found = sorted(listing, key=lambda entry: entry.name)
+        except OSError as exc:
+            if relative == Path():
+                raise CopyRefused(f"cannot read {source}: {exc.strerror}") from exc
+            left_out.append(f"{relative.as_posix()}/ (unreadable)")
+            continue
+        for entry in found:
+            if entry.name in NOT_COPIED or entry.name.endswith(".egg-info"):
+                continue
+            entries += 1
+            if entries > COPY_MAX_FILES:
+                raise CopyRefused(_too_large(source))
+            path = relative / entry.name
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:
+                left_out.append(f"{path.as_posix()} (unreadable)")
+                continue
+            why = None
+            if stat.S_ISDIR(mode):
+                (target / path).mkdir()
+                pending.append(path)
+            elif stat.S_ISLNK(mode):
+                link, why = _link_in_copy(root, path)
+                if link is not None:
+                    os.symlink(link, target / path)
+            elif stat.S_ISREG(mode):
+                copied = _copy_file(root / path, target / path, COPY_MAX_BYTES - size)
+                if copied is None:
+                    why = "unreadable, or no longer a file"
+                elif copied < 0:
+                    raise CopyRefused(_too_large(source))
+                else:
+                    size += copied
+            else:
+                why = _special_kind(mode)
+            if why is not None:
+                left_out.append(f"{path.as_posix()} ({why})")
+    return left_out
+
+
+def left_out_note(left_out: list[str]) -> str:
+    """The line a check's output starts with when something was not copied; empty when nothing was."""
+    if not left_out:
+        return ""
+    shown = ", ".join(left_out[:LEFT_OUT_SHOWN])
+    more = f", and {len(left_out) - LEFT_OUT_SHOWN} more" if len(left_out) > LEFT_OUT_SHOWN else ""
+    return f"[left out of the copy: {shown}{more}]\n"
+
+
+def _too_large(source: Path) -> str:
+    return (
+        f"{source} holds more than {COPY_MAX_FILES} files or {COPY_MAX_BYTES >> 20} MB besides version "
+        "control, virtual environments, node_modules, build outputs and caches, too much to copy for each "
+        "check; open a smaller folder as the workspace to check edits"
+    )
+
+
+def _link_in_copy(root: Path, relative: Path) -> tuple[str | None, str | None]:
+    """The target a link gets in the copy (relative, so that it resolves inside the copy), or None and
+    why it is left out: it leads out of the folder (at any hop), or loops."""
+    link = root / relative
+    try:
+        resolved = os.path.realpath(link, strict=True)
+    except FileNotFoundError:  # dangling: it still must not name a place outside
+        resolved = os.path.realpath(link)
+    except OSError as exc:
+        return None, "a link loop" if exc.errno == errno.ELOOP else "an unreadable link"
+    if resolved != str(root) and not resolved.startswith(str(root) + os.sep):
+        return None, "a link out of the folder"
+    return os.path.relpath(resolved, link.parent), None
+
+
+def _copy_file(source: Path, target: Path, room: int) -> int | None:
+    """Copies one regular file, with its permission bits (owner-writable, so the proposed edit can be
+    written over it) and times; returns its size, -1 when it is larger than room, or None when it cannot
+    be read or is no longer a regular file (never blocking on a FIFO swapped in)."""
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            return None
+        if status.st_size > room:
+            return -1
+        with open(fd, "rb", closefd=False) as reader, open(target, "xb") as writer:
+            shutil.copyfileobj(reader, writer)
+        os.chmod(target, stat.S_IMODE(status.st_mode) | stat.S_IWUSR)
+        os.utime(target, ns=(status.st_atime_ns, status.st_mtime_ns))
+        return status.st_size
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _special_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
+
+
+@dataclass(frozen=True)
+class Ran:
+    """How one run of the command went: exit status 0, and its trimmed output (with a closing note when
+    it failed: the exit status, or the timeout)."""
+
+    passed: bool
+    output: str
+    isolation: str  # what it ran under: "bwrap" or "none"
+
+
+# bwrap paths whose sandbox was seen working in this process: the probe runs once per path.
+_WORKING: set[str] = set()
+
+
+class CheckSandbox:
+    """Runs check commands under the isolation `mode` asks for: "auto", bubblewrap, or refuses to run
+    them where it cannot be set up; "none", no isolation.
+
+    bwrap: the bubblewrap binary; None finds `bwrap` on PATH.
+    """
+
+    def __init__(self, mode: SandboxMode = "auto", bwrap: str | None = None) -> None:
+        self.mode = mode
+        self.bwrap = bwrap
+
+    async def isolation(self) -> str:
+        """The isolation checks run under, "bwrap" or "none"; SandboxUnavailable when "auto" finds no
+        working bubblewrap."""
+        if self.mode == "none":
+            return "none"
+        bwrap = self._bwrap()
+        if bwrap is None:
+            raise SandboxUnavailable(
+                f"bubblewrap ({self.bwrap or '`bwrap`'}), which isolates checks, is not installed: install "
+                "it (`apt install bubblewrap`, `dnf install bubblewrap`, `pacman -S bubblewrap`), "
+                f"{NOT_ISOLATED}"
+            )
+        if bwrap not in _WORKING:
+            problem = await _probe(bwrap)
+            if problem is not None:
+                raise SandboxUnavailable(
+                    f"bubblewrap cannot set up its sandbox here ({problem}): user namespaces may be "
+                    "blocked (Ubuntu 24.04's AppArmor rule, a container's seccomp profile; see the README, "
+                    f'"Checking edits"): allow them, {NOT_ISOLATED}'
+                )
+            _WORKING.add(bwrap)
+        return "bwrap"
+
+    def _bwrap(self) -> str | None:
+        found = self.bwrap or shutil.which("bwrap")
+        return found if found is not None and os.access(found, os.X_OK) else None
+
+    async def run(
+        self, command: str, copy: Path, scratch: Path, timeout_s: float, venvs_of: Path | None = None
+    ) -> Ran:
+        """Runs `command` with `sh -c` in `copy` under `isolation()`, at most timeout_s seconds (the
+        cancelled task kills it too); every process it started is gone when this returns.
+
+        scratch: an empty directory the caller removes, for the check's home and temporary files when
+        it runs without a sandbox. venvs_of: the folder whose virtual environments the check may use.
+        """
+        isolation = await self.isolation()
+        cpu_s = math.ceil(timeout_s) + 1
+        venvs = _venvs(venvs_of)
+        env = {name: os.environ[name] for name in KEPT_VARIABLES if name in os.environ}
+        # No bytecode: two candidates written within the same second could otherwise share a stale .pyc.
+        env.update(PYTHONDONTWRITEBYTECODE="1", CI="1")
+        if isolation == "bwrap":
+            env.setdefault("PATH", os.defpath)
+            env.update(HOME=HOME_INSIDE, TMPDIR="/tmp")
+            limited = _limited(command, cpu_s, FILE_SIZE_LIMIT, PROCESS_LIMIT)
+            argv = _bwrap_argv(self._bwrap() or "bwrap", copy, venvs, limited)
+        else:
+            (scratch / "home").mkdir()
+            (scratch / "tmp").mkdir()
+            env.update(HOME=str(scratch / "home"), TMPDIR=str(scratch / "tmp"))
+            argv = _limited(command, cpu_s, FILE_SIZE_LIMIT, -1)
+            for name, venv in venvs.items():  # the copy leaves them out: link them back, as they are
+                if not (copy / name).exists():
+                    (copy / name).symlink_to(venv)
+        # bwrap itself starts with the scrubbed environment too: its first process stays in the sandbox
+        # as pid 1, and /proc/1/environ would show the server's environment otherwise.
+        passed, output = await _run(argv, copy, env, timeout_s)
+        return Ran(passed, output, isolation)
+
+
+def _limited(command: str, cpu_s: int, file_bytes: int, processes: int) -> list[str]:
+    """argv that runs `command` under these limits (-1: that one is left as it is)."""
+    limits = [str(cpu_s), str(file_bytes), str(processes)]
+    return [sys.executable, "-I", "-S", "-c", _LIMITER, *limits, command]
+
+
+def _venvs(folder: Path | None) -> dict[str, Path]:
+    """The folder's virtual environments (where they really are) by name."""
+    if folder is None:
+        return {}
+    return {name: Path(os.path.realpath(folder / name)) for name in VENV_NAMES if (folder / name).is_dir()}
+
+
+def _hidden_roots() -> list[str]:
+    """What the sandbox replaces with an empty tmpfs: home directories, temporary directories (a fresh
+    /tmp), and /run (sockets that lead out of the sandbox: a session bus, a container runtime)."""
+    candidates = ["/home", "/root", os.path.expanduser("~"), "/tmp", "/var/tmp", "/run", "/var/run"]
+    with contextlib.suppress(KeyError):
+        candidates.append(pwd.getpwuid(os.getuid()).pw_dir)
+    roots: list[str] = []
+    for candidate in sorted({os.path.realpath(c) for c in candidates if os.path.isdir(c)}):
+        if candidate != "/" and not any(_within(candidate, root) for root in roots):
+            roots.append(candidate)
+    return roots
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _interpreters(venvs: Iterable[Path]) -> list[str]:
+    """The Python installations a check may need: the server's own (the tests and the eval run checks
+    with its interpreter) and the base of each of the workspace's virtual environments."""
+    found = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    for venv in venvs:
+        with contextlib.suppress(OSError):
+            for line in (venv / "pyvenv.cfg").read_text(encoding="utf-8").splitlines():
+                key, _, value = line.partition("=")
+                if key.strip() == "home" and value.strip():
+                    found.add(str(Path(value.strip()).parent))  # home = /prefix/bin
+        found.add(str(venv))
+    return sorted(os.path.realpath(path) for path in found)
+
+
+def _bwrap_argv(bwrap: str, copy: Path, venvs: dict[str, Path], command: list[str]) -> list[str]:
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    hidden = _hidden_roots()
+    for root in hidden:
+        argv += ["--tmpfs", root]
+    argv += ["--dir", HOME_INSIDE]
+    for path in _interpreters(venvs.values()):
+        if path != "/" and any(_within(path, root) for root in hidden):
+            argv += ["--ro-bind-try", path, path]  # a venv's base may be gone: then its python fails
+    argv += ["--bind", str(copy), str(copy)]
+    for name, venv in venvs.items():
+        argv += ["--ro-bind", str(venv), str(copy / name)]
+    argv += ["--chdir", str(copy), "--unshare-all", "--die-with-parent", "--new-session", "--", *command]
+    return argv
+
+
+async def _probe(bwrap: str) -> str | None:
+    """None when a sandbox as checks get one runs `true` here; else what bwrap said."""
+    with tempfile.TemporaryDirectory(prefix="llama-lsp-probe-") as scratch:
+        argv = _bwrap_argv(bwrap, Path(scratch), {}, _limited("true", 10, 0, -1))
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                env={"PATH": os.environ.get("PATH", os.defpath)},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
+        except OSError as exc:
+            return f"{type(exc).__name__}: {exc}"
+        try:
+            said, _ = await asyncio.wait_for(process.communicate(), 10)
+        except asyncio.TimeoutError:
+            process.kill()
+            await process.wait()
+            return "it did not start `true` within 10 s"
+    if process.returncode == 0:
+        return None
+    lines = said.decode(errors="replace").strip().splitlines()
+    return lines[-1][:300] if lines else f"exit status {process.returncode}"
+
+
+async def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float) -> tuple[bool, str]:
+    loop = asyncio.get_running_loop()
+    transport, watch = await loop.subprocess_exec(
+        lambda: _Watch(loop),
+        *argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, so the kill reaches what it started
+    )
+    timed_out = False
+    try:
+        await asyncio.wait_for(asyncio.shield(watch.exited), timeout_s)
+    except asyncio.TimeoutError:
+        timed_out = True
+    finally:  # it ended, timed out or was cancelled: what it left behind goes too
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(transport.get_pid(), signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            await asyncio.shield(watch.exited)
+        # What is still buffered; a process that escaped the group (only without the sandbox) may hold
+        # the pipe open, so not for long.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(watch.drained), DRAIN_S)
+        transport.close()
+    text = watch.output.text()
+    if timed_out:
+        return False, f"{text}\n[killed: the check took longer than {timeout_s:g} s]"
+    status = transport.get_returncode()
+    if status != 0:
+        text += f"\n[exit status {status}]"
+    return status == 0, text
+
+
+class _Watch(asyncio.SubprocessProtocol):
+    """Collects the command's output, and says when it exited (even while a child it left behind
+    still holds its output open) and when its output closed."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.output = _BoundedOutput()
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.drained: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        self.output.add(data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if not self.drained.done():
+            self.drained.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+class _BoundedOutput:
+    """Keeps the head and the tail of what a command prints, however much it prints."""
+
+    def __init__(self) -> None:
+        self.head = b""
+        self.tail = b""
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = OUTPUT_HEAD_CHARS - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > OUTPUT_TAIL_CHARS:
+            self.dropped += len(self.tail) - OUTPUT_TAIL_CHARS
+            self.tail = self.tail[-OUTPUT_TAIL_CHARS:]
+
+    def text(self) -> str:
+        middle = f"\n[... {self.dropped} bytes left out ...]\n" if self.dropped else ""
+        return self.head.decode(errors="replace") + middle + self.tail.decode(errors="replace")
