@@ -136,8 +136,8 @@ class Settings:
         "relative to the folder, shell-quoted. Empty: edits are not checked.\n\n"
         "**It runs code the model wrote**, and the workspace's own code (its tests, `conftest.py`): the "
         "server applies the proposed edit to a temporary copy of the folder and runs the command there, "
-        "in a sandbox (`#verifySandbox#`) with a timeout. Exit status 0 passes; on a failure the model "
-        "gets the output and tries again (`#maxVerifyAttempts#`).",
+        "in a sandbox (`#verifySandbox#`) with a timeout. Exit status 0 passes; on a failure a code action "
+        "writes a fresh candidate, and chat reads the output and tries again (`#maxVerifyAttempts#`).",
         trusted_only=True,
     )
     verify_sandbox: SandboxMode = setting(  # noqa: RUF009 (as above)
