@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 # EngineError kinds that mean the remote backend is at fault, not the request.
 BACKEND_FAULTS = frozenset(
@@ -69,14 +69,29 @@ class RemoteConfig:
             return None
         return os.environ.get(self.api_key_env) or None
 
+    def split_url(self) -> tuple[str, str]:
+        """The URL without its `user:password@`, and that userinfo as written ("" when it has none)."""
+        parts = urlsplit(self.url)
+        userinfo, _, host = parts.netloc.rpartition("@")
+        return (urlunsplit(parts._replace(netloc=host)) if userinfo else self.url), userinfo
+
+    def login(self) -> tuple[str, str] | None:
+        """The URL's user and password, decoded: what is sent as basic auth; None when it has none."""
+        userinfo = self.split_url()[1]
+        if not userinfo:
+            return None
+        user, _, password = userinfo.partition(":")
+        return unquote(user), unquote(password)
+
     def secrets(self) -> list[str]:
         """What no message may show: the key, and the URL's credentials (as written, decoded, and as the
         token of the basic auth they are sent as)."""
-        userinfo = urlsplit(self.url).netloc.rpartition("@")[0]
-        user, _, password = userinfo.partition(":")
-        basic = f"{unquote(user)}:{unquote(password)}"
-        basic = base64.b64encode(basic.encode()).decode() if userinfo else ""
-        return [self.api_key() or "", userinfo, password, unquote(userinfo), unquote(password), basic]
+        userinfo, login = self.split_url()[1], self.login()
+        if login is None:
+            return [self.api_key() or ""]
+        basic = base64.b64encode(":".join(login).encode()).decode()
+        password = userinfo.partition(":")[2]
+        return [self.api_key() or "", userinfo, password, unquote(userinfo), login[1], basic]
 
     def deadline_s(self, max_tokens: int) -> float:
         """The longest a request may take, retries included, whatever the server does: `timeout_s` for

@@ -26,7 +26,6 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx2
 import openai
@@ -67,7 +66,8 @@ class RemoteEngine:
         self._key_missing = bool(config.api_key_env) and not key
         self._secrets = config.secrets()
         self._url = config.shown_url
-        base_url, credentials = _without_credentials(config.url)
+        # The credentials go as basic auth, out of the URL, so that no log line of the HTTP client shows them.
+        base_url, login = config.split_url()[0], config.login()
         self._client = openai.AsyncOpenAI(
             base_url=base_url,
             api_key=key or "none",  # a server without keys ignores it
@@ -75,7 +75,7 @@ class RemoteEngine:
             max_retries=config.max_retries,
             default_headers={"Accept-Encoding": "identity"},  # see _bound_body
             http_client=openai.DefaultAsyncHttpxClient(
-                auth=credentials, event_hooks={"response": [_bound_body]}
+                auth=httpx2.BasicAuth(*login) if login else None, event_hooks={"response": [_bound_body]}
             ),
         )
         self._running = 0
@@ -579,17 +579,6 @@ def _arguments(text: str) -> dict[str, Any] | str:
     except (ValueError, RecursionError):
         return text
     return value if isinstance(value, dict) else text
-
-
-def _without_credentials(url: str) -> tuple[str, httpx2.BasicAuth | None]:
-    """The URL without its user:password@, and the HTTP basic auth those stand for (what the HTTP
-    client would send for them): so that no log line of the HTTP client shows them."""
-    parts = urlsplit(url)
-    userinfo, _, host = parts.netloc.rpartition("@")
-    if not userinfo:
-        return url, None
-    user, _, password = userinfo.partition(":")
-    return urlunsplit(parts._replace(netloc=host)), httpx2.BasicAuth(unquote(user), unquote(password))
 
 
 def _server_message(exc: openai.APIError) -> str:
