@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lsp_server.engine import models
 
-from . import versus
+from . import rewrite, versus
 from .baseline import find_decode_loop
 from .parts import (
     Row,
@@ -62,7 +62,7 @@ def run(settings: Settings, label: str) -> None:
     )
 
 
-PARTS = ("engine", "versus", "backends", "prefill", "typing")
+PARTS = ("engine", "versus", "backends", "prefill", "typing", "rewrite")
 
 
 def against_llama_server(plan: versus.Plan, parts: set[str], quick: bool) -> None:
@@ -89,23 +89,38 @@ def main(argv: list[str] | None = None) -> None:
         type=int,
         help="runs behind each median (default 5; with --quick 2, and 1 for versus and prefill)",
     )
-    parser.add_argument("--model", default=models.TEST_MODEL, help="model name or GGUF path")
+    parser.add_argument(
+        "--model",
+        help=f"model name or GGUF path (default: {models.TEST_MODEL}; for rewrite {models.DEFAULT_MODEL})",
+    )
     parser.add_argument(
         "--only",
         choices=PARTS,
         action="append",
         help="run only this part (repeatable): engine (a)-(d), versus (A)-(R), backends (A) through our "
-        "server, local and on llama-server, prefill, typing (inline completion against /infill)",
+        "server, local and on llama-server, prefill, typing (inline completion against /infill), rewrite "
+        "(W): a code action's block with and without drafting, and on llama-server's drafting settings "
+        "(the default model)",
+    )
+    parser.add_argument(
+        "--rewrite-tasks", help=f"eval tasks for (W), a glob (default: {', '.join(rewrite.DEFAULT_TASKS)})"
     )
     args = parser.parse_args(argv)
     parts = set(args.only or PARTS)
     logging.getLogger("llama_lsp.native").setLevel(logging.ERROR)  # llama.cpp's load warnings are noise here
     if not args.quick:
-        model = models.resolve(args.model)
+        model = models.resolve(args.model or models.TEST_MODEL)
         if "engine" in parts:
             run(Settings(model, runs=args.runs or 5), "full run")
         if parts & {"versus", "backends", "prefill", "typing"}:
             against_llama_server(versus.Plan(model, runs=args.runs or 5), parts, quick=False)
+        if "rewrite" in parts:
+            binary = versus.find_llama_server()
+            if binary is None:
+                raise SystemExit(f"bench: {versus.SERVER} is missing; run `make llama-server`")
+            # Code actions are measured on the model users run them with; minutes per task and way.
+            default = models.resolve(args.model or models.DEFAULT_MODEL)
+            rewrite.run(default, binary, runs=args.runs or 1, task_glob=args.rewrite_tasks)
         return
     from harness.tiny_model import write_tiny_model  # needs the [test] extra (gguf)
 

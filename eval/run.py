@@ -32,16 +32,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.uris import to_fs_path
 
 from lsp_server.assistant.edits import unified_diff
 from lsp_server.assistant.rewrite import python_code_changed
 from lsp_server.clients.ask import apply_workspace_edit
-from lsp_server.clients.headless import HeadlessClient
+from lsp_server.clients.headless import run_code_action
 from lsp_server.engine import models
-from lsp_server.lsp import lsp_json, protocol
 
 TASKS = Path(__file__).resolve().parent / "tasks"
 PYTEST_TIMEOUT_S = 120
@@ -113,42 +111,18 @@ async def run_action(
     task: Task, workdir: Path, model: str, threads: int, verify: bool
 ) -> tuple[dict[str, Any], dict]:
     """Starts a server in workdir, resolves the task's code action; returns (resolved action, stats)."""
-    client = HeadlessClient()
-    await client.start("--log-level", "warning")
-    path = workdir / task.file
-    text = path.read_text(encoding="utf-8")
-    options = {"model": model, "threads": threads, "cacheDir": str(workdir.parent / "cache")}
+    options: dict[str, Any] = {"model": model, "threads": threads, "cacheDir": str(workdir.parent / "cache")}
     if verify:
         options["verifyCommand"] = verify_command(task)
-    try:
-        await client.initialize_session(workdir, options)
-        uri = path.as_uri()
-        client.text_document_did_open(
-            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
-        )
-        selection = types.Range(types.Position(task.first_line - 1, 0), types.Position(task.last_line, 0))
-        diagnostics = (
-            [types.Diagnostic(range=selection, message=task.problem, source="pytest")]
-            if task.kind == "fix"
-            else []
-        )
-        actions = await client.text_document_code_action_async(
-            types.CodeActionParams(
-                text_document=types.TextDocumentIdentifier(uri),
-                range=selection,
-                context=types.CodeActionContext(diagnostics=diagnostics),
-            )
-        )
-        chosen = next(
-            a
-            for a in actions or []
-            if isinstance(a, types.CodeAction) and (a.data or {}).get("kind") == task.kind
-        )
-        resolved = await asyncio.wait_for(client.code_action_resolve_async(chosen), ACTION_TIMEOUT_S)
-        stats = await client.request(protocol.STATS, None)
-        return dict(lsp_json.to_json(resolved)), stats
-    finally:
-        await client.close()
+    return await run_code_action(
+        workdir,
+        workdir / task.file,
+        (task.first_line - 1, task.last_line - 1),
+        task.kind,
+        options,
+        problem=task.problem if task.kind == "fix" else "",
+        timeout_s=ACTION_TIMEOUT_S,
+    )
 
 
 def pytest(workdir: Path, *arguments: str) -> subprocess.CompletedProcess[str]:

@@ -101,6 +101,8 @@ class TurnStats:
     n_reused: int | None = 0
     n_evaluated: int = 0
     n_generated: int = 0
+    n_drafted: int = 0
+    n_accepted: int = 0
     t_prefill_ms: float = 0.0
     t_first_token_ms: float = 0.0
     t_decode_ms: float = 0.0
@@ -115,6 +117,8 @@ class TurnStats:
         self.n_reused = _known_sum(self.n_reused, request.n_reused)
         self.n_evaluated += request.n_evaluated
         self.n_generated += request.n_generated
+        self.n_drafted += request.n_drafted
+        self.n_accepted += request.n_accepted
         self.t_prefill_ms += request.t_prefill_ms
         self.t_decode_ms += request.t_decode_ms
 
@@ -125,6 +129,8 @@ class TurnStats:
             n_reused=_known_sum(self.n_reused, later.n_reused),
             n_evaluated=self.n_evaluated + later.n_evaluated,
             n_generated=self.n_generated + later.n_generated,
+            n_drafted=self.n_drafted + later.n_drafted,
+            n_accepted=self.n_accepted + later.n_accepted,
             t_prefill_ms=self.t_prefill_ms + later.t_prefill_ms,
             t_first_token_ms=self.t_first_token_ms if self.steps else later.t_first_token_ms,
             t_decode_ms=self.t_decode_ms + later.t_decode_ms,

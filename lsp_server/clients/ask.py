@@ -34,7 +34,8 @@ def format_stats(stats: dict[str, Any]) -> str:
     decode = stats["nGenerated"] / (stats["tDecodeMs"] / 1000) if stats.get("tDecodeMs") else 0.0
     return (
         f"[{stats['nPrompt']} prompt tokens, {reused}, "
-        f"{stats['nEvaluated']} evaluated, {stats['nGenerated']} generated | "
+        f"{stats['nEvaluated']} evaluated, {stats['nGenerated']} generated"
+        f" ({stats.get('nAccepted', 0)} of {stats.get('nDrafted', 0)} drafted accepted) | "
         f"prefill {stats['tPrefillMs'] / 1000:.2f} s, first token {stats['tFirstTokenMs'] / 1000:.2f} s, "
         f"decode {decode:.1f} tok/s]"
     )

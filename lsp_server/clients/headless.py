@@ -19,7 +19,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.protocol import default_converter
 
-from ..lsp import protocol
+from ..lsp import lsp_json, protocol
 from ..lsp.rpc_client import server_process
 
 
@@ -106,6 +106,46 @@ class HeadlessClient(LanguageClient):
         while line := await server.stderr.readline():
             if self.verbose:
                 sys.stderr.write(line.decode("utf-8", "replace"))
+
+
+async def run_code_action(
+    root: Path,
+    path: Path,
+    lines: tuple[int, int],
+    kind: str,
+    options: dict[str, Any],
+    problem: str = "",
+    timeout_s: float = 1800.0,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Starts a server for the folder `root`, opens `path`, resolves its code action of `kind` on `lines`
+    (0-based, inclusive; `problem`, if any, as a diagnostic there) as an editor would, and ends the
+    session. Returns the resolved action as JSON and the server's `assistant/stats`. `make eval` and the
+    bench's rewrite measurement run their code actions through it."""
+    client = HeadlessClient()
+    await client.start("--log-level", "warning")
+    try:
+        await client.initialize_session(root, options)
+        uri = path.as_uri()
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, path.read_text("utf-8")))
+        )
+        selection = types.Range(types.Position(lines[0], 0), types.Position(lines[1] + 1, 0))
+        diagnostics = [types.Diagnostic(range=selection, message=problem, source="pytest")] if problem else []
+        actions = await client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri),
+                range=selection,
+                context=types.CodeActionContext(diagnostics=diagnostics),
+            )
+        )
+        chosen = next(
+            a for a in actions or [] if isinstance(a, types.CodeAction) and (a.data or {}).get("kind") == kind
+        )
+        resolved = await asyncio.wait_for(client.code_action_resolve_async(chosen), timeout_s)
+        stats = await client.request(protocol.STATS, None)
+        return dict(lsp_json.to_json(resolved)), stats
+    finally:
+        await client.close()
 
 
 def initialize_params(root: Path, options: dict[str, Any]) -> types.InitializeParams:

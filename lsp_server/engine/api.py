@@ -112,6 +112,8 @@ class Stats:
     # None: unknown (a remote backend that reports no cached tokens)
     n_evaluated: int = 0
     n_generated: int = 0
+    n_drafted: int = 0  # tokens drafted for speculative decoding (engine/drafts: the prompt's own n-grams)
+    n_accepted: int = 0  # drafted tokens the model agreed with, so written without a decode step each
     t_match_ms: float = 0.0
     t_prefill_ms: float = 0.0
     t_first_token_ms: float = 0.0
@@ -148,6 +150,7 @@ class ChatRequest:
     prompt: str | None = None  # a raw prompt instead of messages (benchmarks, models without a template)
     warm: bool = False  # only read the messages into the slot's cache (no generation prompt, no answer)
     background: bool = False  # may not evict a conversation's slot (set by Engine.submit)
+    speculative: bool | None = None  # draft from the request's own tokens; None: the engine's setting
 
     def to_native(self) -> dict[str, Any]:
         data = {k: v for k, v in asdict(self).items() if v is not None}

@@ -49,6 +49,7 @@ class EngineConfig:
     n_slots: int = 4
     prefill_chunk: int = 64
     exact_reuse: bool = True
+    speculative: bool = True  # requests draft from their own tokens unless they say otherwise
     completion_slot: bool = True  # one more slot, for inline completion only
     state_dir: Path | None = None  # where slot state persists; None disables persistence
     save_interval_s: float = 120.0
@@ -61,6 +62,7 @@ class EngineConfig:
             "n_slots": self.n_slots,
             "prefill_chunk": self.prefill_chunk,
             "exact_reuse": self.exact_reuse,
+            "speculative": self.speculative,
             "completion_slot": self.completion_slot,
             "cache_key": model_cache_key(self.model_path),
         }

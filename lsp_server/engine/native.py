@@ -21,7 +21,7 @@ import cffi
 _LIBRARY_NAME = "libllama_lsp_native.so"
 _HEADER_NAME = "llama_lsp.h"
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 """The version of llama_lsp.h this module is written for; the library must report exactly this."""
 
 log = logging.getLogger("llama_lsp.native")

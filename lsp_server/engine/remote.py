@@ -452,6 +452,9 @@ class _Answer:
             n_reused=n_reused,
             n_evaluated=n_evaluated if n_evaluated is not None else n_prompt - (n_reused or 0),
             n_generated=n_generated if n_generated is not None else self._n_deltas,
+            # llama-server's, when it drafts (--spec-type, -md)
+            n_drafted=_count(timings, "draft_n") or 0,
+            n_accepted=_count(timings, "draft_n_accepted") or 0,
             t_prefill_ms=float(prefill_ms if prefill_ms is not None else first_token_s * 1000),
             t_first_token_ms=first_token_s * 1000,
             t_decode_ms=float(decode_ms if decode_ms is not None else (elapsed_s - first_token_s) * 1000),

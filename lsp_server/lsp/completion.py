@@ -113,6 +113,8 @@ class InlineCompletion:
             "nPrompt": stats.n_prompt,
             "nEvaluated": stats.n_evaluated,
             "nGenerated": stats.n_generated,
+            "nDrafted": stats.n_drafted,
+            "nAccepted": stats.n_accepted,
             "tPrefillMs": round(stats.t_prefill_ms, 1),
             "tDecodeMs": round(stats.t_decode_ms, 1),
             "finishReason": result.finish_reason,

@@ -178,6 +178,7 @@ class ModelHost:
                 n_ctx=settings.context_size,
                 n_threads=settings.threads,
                 n_slots=settings.slots,
+                speculative=settings.speculative,
                 state_dir=settings.cache_dir / "state" / model_cache_key(model_path),
             )
         )

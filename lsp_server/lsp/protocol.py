@@ -196,6 +196,8 @@ def stats_json(stats: Any) -> dict[str, Any]:
         "nReused": stats.n_reused,
         "nEvaluated": stats.n_evaluated,
         "nGenerated": stats.n_generated,
+        "nDrafted": stats.n_drafted,
+        "nAccepted": stats.n_accepted,
         "tPrefillMs": round(stats.t_prefill_ms, 1),
         "tFirstTokenMs": round(stats.t_first_token_ms, 1),
         "tDecodeMs": round(stats.t_decode_ms, 1),

@@ -161,6 +161,16 @@ class Settings:
         "returned, marked as failed.",
         bounds=(1, 10),
     )
+    speculative: bool = setting(
+        True,
+        doc="Speculative decoding: while the model writes, the code it was shown serves as a draft of what "
+        "comes next, and the model checks a whole draft at once instead of writing one token at a time. A "
+        "Fix or Document that writes a function back is several times faster; the answer is the same "
+        "(up to rounding between the two ways of computing it). Drafting pauses where it does not pay, "
+        "so chat is not slower. Off: one token at a time.",
+        reloads_model=True,
+        local_only=True,
+    )
     # Warming the cache in the background (lsp_server.lsp.warming).
     warm: bool = setting(
         True,

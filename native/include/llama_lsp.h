@@ -41,7 +41,7 @@
    native.py checks it when it loads the library and refuses another version with an error that says
    to rebuild (`make setup`), instead of failing later in a confusing way. Bump it with every change to
    this file that a caller relies on: a function, its arguments, a key or its meaning. */
-enum { LLAMA_LSP_ABI_VERSION = 3 };
+enum { LLAMA_LSP_ABI_VERSION = 4 };
 
 /* The interface version the library was built with (LLAMA_LSP_ABI_VERSION of its header). Thread-safe;
    may be called before anything else. */
@@ -88,6 +88,10 @@ void llama_lsp_set_log_callback(llama_lsp_log_cb callback, void * user_data);
                         a greedy answer is the same whatever the cache held; false: reuse the whole
                         common prefix, answer included, and read prompts in llama.cpp-batch-sized
                         chunks (faster, not bit-exact)
+     "speculative"      true (default): answers are written with speculative decoding, drafts taken from
+                        the request's own tokens by llama.cpp's n-gram drafter and verified in one batch
+                        (greedy answers are the same as without, up to float near-ties between a batch
+                        and one-token evaluations); a request's "speculative" overrides it
      "cache_key"        a string naming the model file (e.g. a hash of its path, size and mtime); part of
                         the fingerprint of saved slots, so that a changed file invalidates them
      "n_gpu_layers"     layers to offload to a GPU backend, if the library was built with one (default 0)
@@ -137,6 +141,12 @@ llama_lsp_engine * llama_lsp_open(const char * model_path, const char * options_
                             read until then stay cached)
      "background"           true: the request may take only a free slot or one that background requests
                             used last, never evict a conversation's ("no_slot" error otherwise)
+     "speculative"          true or false: draft or not (default: the engine's "speculative"); never for
+                            "fim" requests, nor for models whose memory cannot drop a rejected draft
+     "debug_draft"          benchmarks and tests only: {"type" ("ngram-simple" (default), "ngram-mod",
+                            "ngram-map-k"), "n_max" (tokens per draft), "n_min", "n_match" (context a draft
+                            follows), "adaptive" (pause after rejected drafts), "spoil_after" (draft tokens
+                            from this index on are replaced, so that the model rejects them)}
      "debug_fail_prefill_after_chunks"  tests only: k; prompt chunk number k (from 0) goes into the
                             cache, then the call fails with "decode_failed" as if llama.cpp had failed
      "debug_cancel_prefill_after_chunks"  tests only: k; a cancel arrives as soon as k chunks of the
@@ -146,7 +156,8 @@ llama_lsp_engine * llama_lsp_open(const char * model_path, const char * options_
    it is not JSON}], "finish_reason": "stop" | "length" | "tool_calls" | "cancelled" | "error",
    "error_message" (only with "error": llama.cpp failed while answering; the slot is cleared),
    "tokens": [the answer's token ids], "stats": {"n_prompt", "n_common" (prompt tokens the cache held),
-   "n_reused" (kept without evaluation), "n_evaluated", "n_generated", "t_match_ms", "t_prefill_ms",
+   "n_reused" (kept without evaluation), "n_evaluated", "n_generated", "n_drafted" (tokens drafted),
+   "n_accepted" (drafted tokens the model agreed with), "t_match_ms", "t_prefill_ms",
    "t_first_token_ms", "t_decode_ms", "slot" (the slot's index)}}, or an error object.
    A cancelled call returns a result, not an error, and keeps the prompt's chunks read before the cancel
    in the slot (a later request continues from them). Whatever happens, the slot's cache never falls out
@@ -193,7 +204,7 @@ char * llama_lsp_restore_slots(llama_lsp_engine * engine, const char * directory
 
 /* Describes the model, the context and the slots: {"version", "model_path", "model_desc", "n_params",
    "model_size", "n_ctx" (all slots), "n_ctx_slot", "n_ctx_train", "n_threads", "n_threads_batch",
-   "prefill_chunk", "message_start" (the token that starts a chunk, or -1), "exact_reuse", "flash_attn",
+   "prefill_chunk", "message_start" (the token that starts a chunk, or -1), "exact_reuse", "speculative", "flash_attn",
    "can_reuse" (false for recurrent or hybrid models: every request starts cold), "can_infill" (the
    vocabulary has FIM tokens), "slots": [{"id", "key", "n_tokens", "last_used", "completion" (the
    completion slot)}], "n_saved" (slots known on disk, not loaded yet), "fingerprint"}. */

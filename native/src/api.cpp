@@ -135,6 +135,7 @@ std::unique_ptr<llama_lsp_engine> open_engine(const char * model_path, const jso
     if (engine->n_threads_batch <= 0) engine->n_threads_batch = engine->n_threads;
     engine->prefill_chunk = std::clamp(get_or<int32_t>(options, "prefill_chunk", 64), 1, 2048);
     engine->exact_reuse = get_or<bool>(options, "exact_reuse", true);
+    engine->speculative = get_or<bool>(options, "speculative", true);
     const int32_t n_slots = std::clamp(get_or<int32_t>(options, "n_slots", 4), 1, 64);
 
     llama_model_params mp = llama_model_default_params();
@@ -224,6 +225,7 @@ json engine_info(llama_lsp_engine & e) {
         {"prefill_chunk", e.prefill_chunk},
         {"message_start", e.message_start},
         {"exact_reuse", e.exact_reuse},
+        {"speculative", e.speculative},
         {"flash_attn", e.flash_attn},
         {"can_reuse", e.can_trim},
         {"can_infill", can_infill(e.vocab)},

@@ -3,7 +3,8 @@
 //   read_request  everything the request asks for, checked before any slot is touched
 //   match         pick a slot and find the reusable prefix of the prompt (slots.cpp)
 //   prefill       evaluate the rest of the prompt in chunks cut where its tokens say (engine.h)
-//   decode        sample, stream, feed each token back (not for a "warm" request)
+//   decode        sample, stream, feed each token back with a draft of the next ones (drafts.cpp),
+//                 keep what greedy sampling agrees with (not for a "warm" request)
 //   answer        parse the raw answer into content and tool calls; the result object
 //   commit        keep only what the cells hold and a later request may safely reuse
 //
@@ -58,6 +59,7 @@ struct generation {
     bool exact = true;           // exact reuse (engine.h); infill requests reuse the longest common prefix
     int fail_after_chunks = -1;    // a fault injected by the tests: debug_fail_prefill_after_chunks
     int cancel_after_chunks = -1;  // a cancel injected by the tests: debug_cancel_prefill_after_chunks
+    draft_settings drafts;
 
     // match
     size_t n_common = 0;  // tokens of the prompt the slot (or its donor) held
@@ -73,6 +75,8 @@ struct generation {
     std::string error_message;
     std::string raw;
     std::vector<llama_token> generated;
+    int64_t n_drafted = 0;
+    int64_t n_accepted = 0;  // drafted tokens the model agreed with
     double t_first_token_ms = 0.0;
     double t_decode_ms = 0.0;
 };
@@ -96,6 +100,10 @@ void read_request(llama_lsp_engine & e, const json & request, generation & g) {
     g.exact = e.exact_reuse && !g.p.is_infill;
     g.fail_after_chunks = get_or<int>(request, "debug_fail_prefill_after_chunks", -1);
     g.cancel_after_chunks = get_or<int>(request, "debug_cancel_prefill_after_chunks", -1);
+    g.drafts = draft_settings::from_request(request, e.speculative);
+    // Completion answers are a few tokens under a time budget, and memory that cannot be trimmed
+    // (recurrent models) cannot drop a rejected draft's cells.
+    g.drafts.enabled = g.drafts.enabled && !g.p.is_infill && e.can_trim;
     if (g.p.warm) {
         return;  // nothing is sampled
     }
@@ -173,43 +181,74 @@ void prefill(llama_lsp_engine & e, generation & g, slot & s, llama_batch & batch
     g.t_prefill_ms = ms_since(t_prefill_start);
 }
 
-// Samples, streams and feeds back one token at a time until the answer ends, is cut short, or fails.
+// Takes one sampled token into the answer: false when the answer ends with it (or before it).
+bool take_token(llama_lsp_engine & e, generation & g, llama_token token, piece_streamer & streamer) {
+    if (g.generated.empty()) {
+        g.t_first_token_ms = ms_since(g.t_start);
+    }
+    if (llama_vocab_is_eog(e.vocab, token)) {
+        return false;
+    }
+    g.generated.push_back(token);
+    g.raw += common_token_to_piece(e.ctx, token, false);
+    bool stopped = false;
+    for (const auto & stop : g.stops) {
+        size_t at = g.raw.find(stop);
+        if (at != std::string::npos) {
+            g.raw.resize(at);
+            stopped = true;
+        }
+    }
+    if (stopped) return false;
+    if (!streamer.update(g.raw)) {
+        g.finish_reason = "cancelled";
+        return false;
+    }
+    if ((int32_t) g.generated.size() >= g.max_tokens) {
+        g.finish_reason = "length";
+        return false;
+    }
+    if (e.cancel_requested.load()) {
+        g.finish_reason = "cancelled";
+        return false;
+    }
+    return true;
+}
+
+// Samples and streams the answer. Each step feeds the last sampled token back with a draft of the
+// tokens that may follow it, evaluated in one batch; greedy sampling over the batch's logits keeps the
+// draft's longest prefix that it agrees with, plus one token of its own. The rejected rest leaves the
+// cells, so the slot's record stays exactly what they hold. Without a draft a step is plain decoding.
 void decode(llama_lsp_engine & e, generation & g, slot & s, llama_batch & batch, piece_streamer & streamer) {
     const auto t_decode_start = steady::now();
-    while (g.finish_reason == "stop") {
-        llama_token token = common_sampler_sample(g.sampler.get(), e.ctx, -1);
-        if (g.generated.empty()) {
-            g.t_first_token_ms = ms_since(g.t_start);
+    std::unique_ptr<drafter> drafts;
+    if (g.drafts.enabled) {
+        drafts = std::make_unique<drafter>(g.drafts, g.p.tokens);
+    }
+    const size_t n_ctx = llama_n_ctx_seq(e.ctx);
+    const int32_t n_batch = (int32_t) llama_n_batch(e.ctx);
+    std::vector<llama_token> sampled = {common_sampler_sample(g.sampler.get(), e.ctx, -1)};
+    common_sampler_accept(g.sampler.get(), sampled[0], true);
+    while (true) {
+        bool go_on = true;
+        for (llama_token token : sampled) {
+            go_on = go_on && take_token(e, g, token, streamer);
         }
-        if (llama_vocab_is_eog(e.vocab, token)) {
-            break;
-        }
-        common_sampler_accept(g.sampler.get(), token, true);
-        g.generated.push_back(token);
-        g.raw += common_token_to_piece(e.ctx, token, false);
-        bool stopped = false;
-        for (const auto & stop : g.stops) {
-            size_t at = g.raw.find(stop);
-            if (at != std::string::npos) {
-                g.raw.resize(at);
-                stopped = true;
-            }
-        }
-        if (stopped) break;
-        if (!streamer.update(g.raw)) {
-            g.finish_reason = "cancelled";
-            break;
-        }
-        if ((int32_t) g.generated.size() >= g.max_tokens) {
-            g.finish_reason = "length";
-            break;
-        }
-        if (e.cancel_requested.load()) {
-            g.finish_reason = "cancelled";
-            break;
+        if (!go_on) break;
+
+        const llama_token last = sampled.back();
+        std::vector<llama_token> draft;
+        if (drafts) {
+            // The batch must fit, the draft's cells the context, and its tokens the answer's budget.
+            const int32_t room = std::min({n_batch - 1, (int32_t) (n_ctx - s.tokens.size()) - 2,
+                                           g.max_tokens - (int32_t) g.generated.size() - 1});
+            draft = drafts->propose(s.tokens, last, room);
         }
         batch.n_tokens = 0;
-        add_to_batch(batch, token, (llama_pos) s.tokens.size(), s.id, true);
+        add_to_batch(batch, last, (llama_pos) s.tokens.size(), s.id, true);
+        for (size_t i = 0; i < draft.size(); i++) {
+            add_to_batch(batch, draft[i], (llama_pos) (s.tokens.size() + 1 + i), s.id, true);
+        }
         int rc = llama_decode(e.ctx, batch);
         if (rc != 0) {
             if (rc == 2 || e.cancel_requested.load()) {
@@ -220,7 +259,25 @@ void decode(llama_lsp_engine & e, generation & g, slot & s, llama_batch & batch,
             }
             break;
         }
-        s.tokens.push_back(token);
+        s.tokens.push_back(last);
+        if (draft.empty()) {
+            sampled = {common_sampler_sample(g.sampler.get(), e.ctx, -1)};
+            common_sampler_accept(g.sampler.get(), sampled[0], true);
+            continue;
+        }
+        // Accepts every token it returns: the draft's agreed prefix, then the model's own next token.
+        sampled = common_sampler_sample_and_accept_n(g.sampler.get(), e.ctx, draft);
+        const size_t n_agreed = sampled.size() - 1;
+        s.tokens.insert(s.tokens.end(), draft.begin(), draft.begin() + (long) n_agreed);
+        if (n_agreed < draft.size() &&
+            !llama_memory_seq_rm(e.memory(), s.id, (llama_pos) s.tokens.size(), -1)) {
+            throw engine_error("decode_failed", "could not drop a rejected draft from the cache");
+        }
+        drafts->accepted(n_agreed);
+    }
+    if (drafts) {
+        g.n_drafted = drafts->n_drafted;
+        g.n_accepted = drafts->n_accepted;
     }
     g.t_decode_ms = g.generated.empty() ? 0.0 : ms_since(t_decode_start);
 }
@@ -231,7 +288,8 @@ json stats_json(const generation & g, const slot & s) {
         {"n_reused", g.n_reused},           {"n_evaluated", g.pos - g.n_reused},
         {"n_generated", g.generated.size()}, {"t_match_ms", g.t_match_ms},
         {"t_prefill_ms", g.t_prefill_ms},   {"t_first_token_ms", g.t_first_token_ms},
-        {"t_decode_ms", g.t_decode_ms},     {"slot", s.id},
+        {"t_decode_ms", g.t_decode_ms},     {"n_drafted", g.n_drafted},
+        {"n_accepted", g.n_accepted},       {"slot", s.id},
     };
 }
 

@@ -277,6 +277,14 @@ offline_step("the verification summaries: passed, failed, unchecked", function()
   -- No verification (no edit, no check): the footer is as before.
   local plain = footer({ content = "", stats = stats })
   assert(vim.deep_equal(plain.lines, { stats_line }) and plain.warning == nil, vim.inspect(plain))
+  -- The stats line: speculative decoding's drafted tokens only when some were drafted.
+  local described = chat.describe_stats(stats)
+  assert(described == "90 of 100 prompt tokens cached (90%) · 20 tokens · 0.5 s", described)
+  local no_drafts = chat.describe_stats(vim.tbl_extend("force", stats, { nDrafted = 0, nAccepted = 0 }))
+  assert(no_drafts == described, no_drafts)
+  local speculative = chat.describe_stats(vim.tbl_extend("force", stats, { nDrafted = 20, nAccepted = 18 }))
+  local expected_speculative = "90 of 100 prompt tokens cached (90%) · 20 tokens · 18 of 20 drafted accepted · 0.5 s"
+  assert(speculative == expected_speculative, speculative)
   -- What :LlamaCheckOutput shows.
   local shown = verification.output_lines(FAILED)
   assert(vim.deep_equal(shown, {

@@ -66,6 +66,10 @@ export interface TurnStats {
   nReused: number | null;
   nEvaluated: number;
   nGenerated: number;
+  /** Tokens drafted for speculative decoding; 0 when drafting is off or the backend does not draft. */
+  nDrafted: number;
+  /** Of `nDrafted`, the tokens the model agreed with (0 <= nAccepted <= nDrafted). */
+  nAccepted: number;
   tPrefillMs: number;
   tFirstTokenMs: number;
   tDecodeMs: number;
@@ -153,6 +157,8 @@ export interface StatsResult {
     nReused: number | null;
     nEvaluated: number;
     nGenerated: number;
+    nDrafted: number;
+    nAccepted: number;
     tPrefillMs: number;
     tDecodeMs: number;
     steps: number;
@@ -173,6 +179,9 @@ export interface CompletionStats {
   nPrompt?: number;
   nEvaluated?: number;
   nGenerated?: number;
+  /** As in TurnStats; absent from an older server. */
+  nDrafted?: number;
+  nAccepted?: number;
   finishReason?: FinishReason;
 }
 

@@ -64,6 +64,14 @@ export interface ServerSettings {
    */
   maxVerifyAttempts: number;
   /**
+   * Speculative decoding: while the model writes, the code it was shown serves as a draft of what comes
+   * next, and the model checks a whole draft at once instead of writing one token at a time. A Fix or
+   * Document that writes a function back is several times faster; the answer is the same (up to rounding
+   * between the two ways of computing it). Drafting pauses where it does not pay, so chat is not slower.
+   * Off: one token at a time. Changing it reloads the model. Not used with a remote `backend`.
+   */
+  speculative: boolean;
+  /**
    * Warm the model's cache in the background while you read: an open file's prompt when it is opened and
    * after typing pauses, and each answer for the follow-up, so that a first question about the file
    * evaluates only the question. Off: the model runs only when you ask something. Not used with a remote
@@ -105,6 +113,7 @@ export const SERVER_DEFAULTS: Required<ServerSettings> = {
   verifySandbox: 'auto',
   verifyTimeout: 60,
   maxVerifyAttempts: 3,
+  speculative: true,
   warm: true,
   completion: true,
   completionTimeBudgetMs: 1000,

@@ -68,14 +68,25 @@ export function reusePercent(stats: Pick<TurnStats, 'nPrompt' | 'nReused'> | und
 
 const count = (n: number): string => n.toLocaleString('en-US');
 
-/** "1,728 of 1,800 prompt tokens cached (96%) · 40 tokens" */
+/**
+ * " · 412 of 450 drafted accepted" when speculative decoding drafted tokens, else "" (drafting off, a
+ * backend that does not draft, or an older server without the fields).
+ */
+function drafted(stats: { nDrafted?: number; nAccepted?: number }): string {
+  const nDrafted = stats.nDrafted ?? 0;
+  if (!(nDrafted > 0)) return '';
+  return ` · ${count(stats.nAccepted ?? 0)} of ${count(nDrafted)} drafted accepted`;
+}
+
+/**
+ * "1,728 of 1,800 prompt tokens cached (96%) · 40 tokens", and with speculative decoding
+ * "1,728 of 1,800 prompt tokens cached (96%) · 450 tokens · 412 of 450 drafted accepted".
+ */
 export function formatStats(stats: TurnStats): string {
-  if (stats.nReused === null) return `${count(stats.nPrompt)} prompt tokens · ${count(stats.nGenerated)} tokens`;
+  const tokens = ` · ${count(stats.nGenerated)} tokens${drafted(stats)}`;
+  if (stats.nReused === null) return `${count(stats.nPrompt)} prompt tokens${tokens}`;
   const percent = reusePercent(stats) ?? 0;
-  return (
-    `${count(stats.nReused)} of ${count(stats.nPrompt)} prompt tokens cached (${percent}%)` +
-    ` · ${count(stats.nGenerated)} tokens`
-  );
+  return `${count(stats.nReused)} of ${count(stats.nPrompt)} prompt tokens cached (${percent}%)${tokens}`;
 }
 
 /** "240 ms", "1,240 ms"; "240 ms, nothing to suggest" when the answer had no suggestion. */
@@ -83,11 +94,14 @@ export function formatCompletionTiming(timing: CompletionTiming): string {
   return `${count(Math.round(timing.ms))} ms${timing.suggested ? '' : ', nothing to suggest'}`;
 }
 
-/** The server's figures for its last completion: "812 ms, 3 tokens" or "repeated (0 ms)". */
+/**
+ * The server's figures for its last completion: "812 ms, 3 tokens", "812 ms, 12 tokens · 9 of 10
+ * drafted accepted" (speculative decoding) or "repeated (0 ms)".
+ */
 export function formatCompletionStats(stats: CompletionStats): string {
   const ms = `${count(Math.round(stats.tMs))} ms`;
   if (stats.cached) return `repeated (${ms})`;
-  return stats.nGenerated === undefined ? ms : `${ms}, ${count(stats.nGenerated)} tokens`;
+  return (stats.nGenerated === undefined ? ms : `${ms}, ${count(stats.nGenerated)} tokens`) + drafted(stats);
 }
 
 export interface StatusView {

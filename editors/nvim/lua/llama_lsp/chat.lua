@@ -114,18 +114,25 @@ end
 
 -- ---- answers -----------------------------------------------------------------------------------------
 
----"1,728 of 1,800 prompt tokens cached (96%) · 40 tokens · 1.3 s"
+---"1728 of 1800 prompt tokens cached (96%) · 40 tokens · 1.3 s"; with speculative decoding (nDrafted > 0)
+---"1728 of 1800 prompt tokens cached (96%) · 40 tokens · 38 of 40 drafted accepted · 1.3 s". The drafted
+---part is left out when nothing was drafted (drafting off, a backend that does not draft, an older server).
 ---@param stats table
 ---@return string
 function M.describe_stats(stats)
   local reuse = require("llama_lsp").reuse_of(stats) or 0
   local seconds = ((stats.tPrefillMs or 0) + (stats.tDecodeMs or 0)) / 1000
+  local drafted = ""
+  if (stats.nDrafted or 0) > 0 then
+    drafted = string.format(" · %d of %d drafted accepted", stats.nAccepted or 0, stats.nDrafted)
+  end
   return string.format(
-    "%d of %d prompt tokens cached (%d%%) · %d tokens · %.1f s",
+    "%d of %d prompt tokens cached (%d%%) · %d tokens%s · %.1f s",
     stats.nReused or 0,
     stats.nPrompt or 0,
     math.floor(reuse * 100 + 0.5),
     stats.nGenerated or 0,
+    drafted,
     seconds
   )
 end

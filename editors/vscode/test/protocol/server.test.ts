@@ -184,6 +184,8 @@ describe(`llama-lsp over stdio (${model})`, { timeout: 600_000 }, () => {
     assert.ok(['stop', 'length'].includes(first.finishReason), first.finishReason);
     assert.equal(typeof first.conversationId, 'string');
     assert.ok(first.stats.nPrompt > 0 && first.stats.nGenerated > 0);
+    const { nDrafted, nAccepted } = first.stats;
+    assert.ok(0 <= nAccepted && nAccepted <= nDrafted, `accepted ${nAccepted} of ${nDrafted} drafted`);
     assert.ok(
       statuses.some((s) => s.state === 'busy'),
       'a busy status while it answered',

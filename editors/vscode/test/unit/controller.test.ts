@@ -12,6 +12,8 @@ const stats = {
   nReused: 1728,
   nEvaluated: 72,
   nGenerated: 40,
+  nDrafted: 0,
+  nAccepted: 0,
   tPrefillMs: 1,
   tFirstTokenMs: 2,
   tDecodeMs: 3,

@@ -177,6 +177,14 @@ describe('completion timing in the status bar', () => {
       }),
       '813 ms, 3 tokens',
     );
+    assert.equal(
+      formatCompletionStats({ cached: false, tMs: 400, nGenerated: 12, nDrafted: 10, nAccepted: 9 }),
+      '400 ms, 12 tokens · 9 of 10 drafted accepted',
+    );
+    assert.equal(
+      formatCompletionStats({ cached: false, tMs: 400, nGenerated: 12, nDrafted: 0, nAccepted: 0 }),
+      '400 ms, 12 tokens',
+    );
   });
 
   test("Show cache stats adds the server's last completion when there is one", () => {
@@ -192,6 +200,8 @@ describe('completion timing in the status bar', () => {
         nReused: 0,
         nEvaluated: 0,
         nGenerated: 0,
+        nDrafted: 0,
+        nAccepted: 0,
         tPrefillMs: 0,
         tDecodeMs: 0,
         steps: 0,

@@ -22,6 +22,8 @@ const stats: TurnStats = {
   nReused: 1728,
   nEvaluated: 72,
   nGenerated: 40,
+  nDrafted: 0,
+  nAccepted: 0,
   tPrefillMs: 310.2,
   tFirstTokenMs: 322.9,
   tDecodeMs: 1450,
@@ -74,6 +76,26 @@ describe('status text', () => {
     assert.equal(statusView({ phase: 'ready', lastStats: unreported }).text, '$(check) Llama: ready');
   });
 
+  test('speculative decoding adds how many drafted tokens were accepted, and only when it drafted', () => {
+    const speculative = { ...stats, nGenerated: 450, nDrafted: 450, nAccepted: 412 };
+    assert.equal(
+      formatStats(speculative),
+      '1,728 of 1,800 prompt tokens cached (96%) · 450 tokens · 412 of 450 drafted accepted',
+    );
+    assert.equal(
+      formatStats({ ...speculative, nReused: null }),
+      '1,800 prompt tokens · 450 tokens · 412 of 450 drafted accepted',
+    );
+    assert.doesNotMatch(formatStats(stats), /drafted/);
+    // An older server sends neither field.
+    const { nDrafted: _drafted, nAccepted: _accepted, ...older } = speculative;
+    assert.equal(formatStats(older as TurnStats), '1,728 of 1,800 prompt tokens cached (96%) · 450 tokens');
+    assert.match(
+      statusView({ phase: 'ready', lastStats: speculative }).tooltip,
+      /Last request: .* · 412 of 450 drafted accepted/,
+    );
+  });
+
   test('a status notification replaces the state but keeps the last stats', () => {
     const ready = applyStatusNotification(initialStatus, { state: 'ready', message: 'm ready', lastStats: stats });
     const busy = applyStatusNotification(ready, { state: 'busy', queue: 1 });
@@ -121,6 +143,8 @@ describe('status text', () => {
         nReused: 3000,
         nEvaluated: 1000,
         nGenerated: 90,
+        nDrafted: 0,
+        nAccepted: 0,
         tPrefillMs: 900,
         tDecodeMs: 6000,
         steps: 4,

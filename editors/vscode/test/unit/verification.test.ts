@@ -34,7 +34,7 @@ const unchecked: Verification = {
 };
 
 function actionResult(extra: Partial<CodeActionResult> = {}): CodeActionResult {
-  const stats = { nPrompt: 1, nReused: 0, nEvaluated: 1, nGenerated: 1, tPrefillMs: 0, tFirstTokenMs: 0, tDecodeMs: 0, steps: 1 };
+  const stats = { nPrompt: 1, nReused: 0, nEvaluated: 1, nGenerated: 1, nDrafted: 0, nAccepted: 0, tPrefillMs: 0, tFirstTokenMs: 0, tDecodeMs: 0, steps: 1 };
   return { conversationId: 'c', content: '', finishReason: 'stop', toolCalls: [], stats, applied: true, ...extra };
 }
 

@@ -1,0 +1,214 @@
+"""(W) Rewrites: how fast a code action writes its block with speculative decoding, against our engine
+without drafting and against llama-server's own speculative settings, on the same prompts.
+
+For each chosen Document and Fix task of the eval (eval/tasks/), the real code action runs through our
+server as `make eval` runs it (the headless client, a fresh server, no checks). Only who answers differs
+from row to row:
+
+  ours, drafting off     the local engine with `speculative: false`
+  ours, drafting on      the local engine as shipped
+  llama-server <how>     our server with `backend` pointing at llama-server started with that drafting
+                         (`--spec-type` n-gram types, or `-md` with the 0.5B model as a draft model)
+
+so every row reads the same prompts by construction: our server builds them, with its tools. One
+thread each, greedy, `-fa off` for llama-server (its faster CPU setting). Decode speed is the action's
+generated tokens over its decode time (llama-server's own `predicted_ms`); a code action's time is the
+whole resolve, prompt reading included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness import llama_server
+from lsp_server.clients.headless import run_code_action
+from lsp_server.engine import models
+
+from .parts import median, show
+
+ROOT = Path(__file__).resolve().parent.parent
+TASKS = ROOT / "eval" / "tasks"
+DEFAULT_TASKS = ("doc_cron", "fix2_semver")
+THREADS = 1
+DRAFT_MODEL = models.TEST_MODEL  # the 0.5B: the same vocabulary as the default 1.5B
+
+
+@dataclass(frozen=True)
+class Way:
+    """One way of answering: our engine's settings, or llama-server's options."""
+
+    label: str
+    settings: dict[str, Any] | None = None  # ours
+    server_options: tuple[str, ...] | None = None  # llama-server
+
+
+@dataclass
+class Result:
+    task: str
+    tokens_per_s: float
+    seconds: float
+    n_generated: int
+    n_drafted: int
+    n_accepted: int
+
+
+def ways(draft_model: Path | None) -> list[Way]:
+    found = [
+        Way("ours, drafting off", settings={"speculative": False}),
+        Way("ours, drafting on", settings={"speculative": True}),
+        Way("llama-server, no drafting", server_options=()),
+        Way("llama-server ngram-simple", server_options=("--spec-type", "ngram-simple")),
+        Way("llama-server ngram-map-k", server_options=("--spec-type", "ngram-map-k")),
+        Way("llama-server ngram-mod", server_options=("--spec-type", "ngram-mod")),
+    ]
+    if draft_model is not None:
+        found.append(
+            Way(
+                "llama-server -md 0.5B",
+                server_options=("-md", str(draft_model), "-td", str(THREADS), "-tbd", str(THREADS)),
+            )
+        )
+    return found
+
+
+def task_spec(name: str) -> dict[str, Any]:
+    return dict(json.loads((TASKS / name / "task.json").read_text()))
+
+
+def run_task(name: str, model: Path, options: dict[str, Any], workdir: Path, kind: str = "") -> Result:
+    """One code action on a fresh copy of the task (its own kind, or `kind`), answered as `options` say."""
+    spec = task_spec(name)
+    kind = kind or spec["kind"]
+    project = workdir / f"{name}-{time.monotonic_ns()}"
+    project.mkdir(parents=True)
+    for path in (TASKS / name).iterdir():
+        if path.name not in ("task.json", "reference.py") and path.is_file():
+            shutil.copy(path, project / path.name)
+    first, last = spec["range"]
+    settings = {"model": str(model), "threads": THREADS, "cacheDir": str(project / ".cache"), **options}
+    started = time.perf_counter()
+    _resolved, stats = asyncio.run(
+        run_code_action(
+            project,
+            project / spec["file"],
+            (first - 1, last - 1),
+            kind,
+            settings,
+            problem=spec.get("problem", "") if kind == "fix" else "",
+        )
+    )
+    seconds = time.perf_counter() - started
+    totals = stats["totals"]
+    decode_s = totals["tDecodeMs"] / 1000
+    return Result(
+        name,
+        totals["nGenerated"] / decode_s if decode_s else 0.0,
+        seconds,
+        totals["nGenerated"],
+        totals.get("nDrafted", 0),
+        totals.get("nAccepted", 0),
+    )
+
+
+def answer(way: Way, model: Path, tasks: list[str], runs: int, workdir: Path, binary: Path) -> list[Result]:
+    if way.settings is not None:
+        return [run_task(t, model, way.settings, workdir) for t in tasks for _ in range(runs)]
+    assert way.server_options is not None
+    server = llama_server.LlamaServer(
+        model,
+        model.stem,
+        workdir / "llama-server-rewrite.log",
+        "-c",
+        "8192",
+        "-np",
+        "1",
+        *way.server_options,
+        binary=binary,
+        threads=THREADS,
+        flash_attn="off",
+    )
+    server.start()
+    try:
+        backend_options = {"backend": {**server.backend(), "timeout": 1800}}
+        return [run_task(t, model, backend_options, workdir) for t in tasks for _ in range(runs)]
+    finally:
+        server.stop()
+
+
+def run(model: Path, binary: Path, runs: int, task_glob: str | None = None) -> None:
+    tasks = sorted(p.name for p in TASKS.iterdir() if fnmatch.fnmatch(p.name, task_glob)) if task_glob else []
+    tasks = [t for t in tasks if task_spec(t)["kind"] in ("fix", "document")] or list(DEFAULT_TASKS)
+    try:
+        draft_model: Path | None = models.resolve(DRAFT_MODEL)
+    except models.ModelError:
+        draft_model = None
+    show(
+        f"\n(W) rewrites: {', '.join(tasks)}; {runs} run(s) each; {model.name}, {THREADS} thread; "
+        "decode tok/s is the median over the tasks' actions"
+    )
+    table = [("way", "decode tok/s", "vs off", "action s", "generated", "drafted", "accepted")]
+    medians: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="llama-lsp-bench-rewrite-") as temp:
+        for way in ways(draft_model if draft_model != model else None):
+            try:
+                results = answer(way, model, tasks, runs, Path(temp), binary)
+            except (RuntimeError, OSError) as exc:  # a llama-server option this build lacks, say
+                show(f"  {way.label}: failed: {str(exc)[:300]}")
+                continue
+            speed = median([r.tokens_per_s for r in results])
+            medians[way.label] = speed
+            off = medians.get("ours, drafting off")
+            table.append(
+                (
+                    way.label,
+                    f"{speed:.1f}",
+                    f"{speed / off:.2f}x" if off else "-",
+                    f"{median([r.seconds for r in results]):.0f}",
+                    str(sum(r.n_generated for r in results)),
+                    str(sum(r.n_drafted for r in results)),
+                    str(sum(r.n_accepted for r in results)),
+                )
+            )
+            show(
+                f"  {way.label}: "
+                + "; ".join(f"{r.task} {r.tokens_per_s:.1f} tok/s, {r.seconds:.0f} s" for r in results)
+            )
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    show("")
+    for row in table:
+        show(
+            "  ".join(
+                [row[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))]
+            )
+        )
+    ours = medians.get("ours, drafting on")
+    off = medians.get("ours, drafting off")
+    with tempfile.TemporaryDirectory(prefix="llama-lsp-bench-explain-") as temp:
+        # Prose, where drafts rarely match: an Explain of the first task, which writes words, not code.
+        prose = {
+            label: median(
+                [
+                    run_task(tasks[0], model, {"speculative": on}, Path(temp), "explain").tokens_per_s
+                    for _ in range(runs)
+                ]
+            )
+            for label, on in (("off", False), ("on", True))
+        }
+    show(
+        f"\nprose (Explain of {tasks[0]}): drafting off {prose['off']:.1f} tok/s, on {prose['on']:.1f} tok/s"
+    )
+    show(f"goal: prose with drafting on >= 0.95x off: {prose['on'] / prose['off']:.2f}x")
+    theirs = {k: v for k, v in medians.items() if k.startswith("llama-server") and "no drafting" not in k}
+    if ours and off:
+        show(f"goal: drafting on >= 2.5x off: {ours / off:.2f}x")
+    if ours and theirs:
+        best = max(theirs, key=lambda k: theirs[k])
+        show(f"goal: ours >= 1.0x llama-server's best drafting ({best}): {ours / theirs[best]:.2f}x")
