@@ -51,7 +51,9 @@ class ActionSpec:
     looks_before: bool = False
     fixing: bool = False
     reads_named_code: bool = False  # the candidates after a failed check also read the code the problems name
-    documentation_only: bool = False  # only comments and docstrings may change; every line of code is kept
+    # Its edits keep every line of code: whatever proposes them, only the comments and docstrings they add
+    # are recorded (proposals.Proposals), the rest is dropped.
+    documentation_only: bool = False
 
 
 ACTIONS: tuple[ActionSpec, ...] = (
@@ -122,12 +124,6 @@ ACTIONS: tuple[ActionSpec, ...] = (
 )
 
 BY_NAME = {action.name: action for action in ACTIONS}
-
-# Models shown code that already has a docstring tend to write it back unchanged.
-NOTHING_DOCUMENTED = (
-    "That adds no documentation. Add to it: say in the docstring what the code returns, what its "
-    "arguments mean and what it raises, and comment the lines whose purpose is not obvious."
-)
 
 BLOCK_ATTEMPTS = 2  # writes of the block when edits are not checked
 
@@ -207,13 +203,8 @@ def block_proposer(
     def propose(block_code: str) -> str | None:
         if action.output is Output.TEST_FILE:
             return runner.propose_file(test_file, block_code)
-        after = rewrite.replace_lines(source, first, last, block_code)
-        if action.documentation_only and path.suffix == ".py":
-            # Only the documentation comes from the model; the code lines stay the user's.
-            after = rewrite.added_documentation(source, after) or after
-        if action.documentation_only and after == source:
-            return NOTHING_DOCUMENTED
-        return runner.proposals.propose_text(path, after, keep_code=action.documentation_only)
+        # A documentation-only action's ledger keeps only the documentation of it (proposals.py).
+        return runner.proposals.propose_text(path, rewrite.replace_lines(source, first, last, block_code))
 
     return propose
 

@@ -5,6 +5,10 @@ changed file's text after the request's edits, each file's text before the first
 editor's text must still be when the edit is applied), and enough to withdraw the latest edit or
 return to a saved point when a check fails (lsp_server.assistant.verify). A Python edit that breaks a
 file which parsed before is refused, since small models often misindent.
+
+A ledger for an action that only documents (Document) records, whatever proposes the edit (a rewritten
+block, the edit tool), the file as it was plus only the documentation the edit adds: every other change
+the model made is dropped, so the action cannot do more than its name says.
 """
 
 from __future__ import annotations
@@ -13,8 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .rewrite import python_code_changed
+from .rewrite import only_documentation
 from .sandbox import Sandbox, ToolError
+
+# Models shown code that already has a docstring tend to write it back unchanged.
+NOTHING_DOCUMENTED = (
+    "that adds no documentation. Add to it: say in the docstring what the code returns, what its "
+    "arguments mean and what it raises, and comment the lines whose purpose is not obvious"
+)
 
 
 @dataclass(frozen=True)
@@ -37,8 +47,9 @@ Checkpoint = tuple[list[ProposedEdit], dict[Path, str], list[tuple[Path, str | N
 class Proposals:
     """The ledger of one request's proposed edits, over the files of its sandbox."""
 
-    def __init__(self, sandbox: Sandbox) -> None:
+    def __init__(self, sandbox: Sandbox, documentation_only: bool = False) -> None:
         self.sandbox = sandbox
+        self.documentation_only = documentation_only  # record only the documentation edits add
         self.edits: list[ProposedEdit] = []
         # The text each edited or created file has after this request's edits. Kept rather than recomputed,
         # so the user typing in the editor meanwhile cannot make an accepted edit stop applying.
@@ -55,32 +66,50 @@ class Proposals:
             return self._texts[path]
         return self.sandbox.read_text(path)
 
-    def propose_text(self, path: Path, after: str, keep_code: bool = False) -> str | None:
+    def propose_text(self, path: Path, after: str) -> str | None:
         """Records a file's whole new text as an edit (the block-rewrite format of code actions).
 
-        Returns None when recorded, else why not, for the model to read. With keep_code, a Python
-        file's code must stay as it was: only docstrings and comments may change.
+        Returns None when recorded, else why not, for the model to read.
         """
         name = self.sandbox.display(path)
         before = self.text_after_edits(path)
-        if after == before:
+        if after == before and not self.documentation_only:  # that one says what is missing instead
             return "That is the code exactly as it was: nothing would change. Write it with the change made."
         try:
             check_syntax(path, before, after, f"write the block again, complete, with {name}'s indentation")
+            self.record(ProposedEdit(path, before, after), before, after)
         except ToolError as exc:
-            return f"{str(exc).capitalize()}."
-        parses = path.suffix == ".py" and _python_syntax_error(after) is None
-        if keep_code and parses and python_code_changed(before, after):
-            return "That changes the code itself. Keep every line of code exactly as it is; add only docs."
-        self.record(ProposedEdit(path, before, after), before, after)
+            message = str(exc)
+            return f"{message[:1].upper()}{message[1:]}."
         return None
 
     def record(self, edit: ProposedEdit, before: str | None, after: str) -> None:
-        """Records an edit that was checked: `before` and `after` are its file's whole text around it."""
+        """Records an edit that was checked: `before` and `after` are its file's whole text around it.
+        A documentation-only ledger records `before` plus the documentation `after` adds, and raises
+        ToolError when it adds none (or creates a file)."""
+        after = self._admitted(edit.path, before, after)
         self._originals.setdefault(edit.path, before)
         self.edits.append(edit)
         self._replaced.append((edit.path, self._texts.get(edit.path)))
         self._texts[edit.path] = after
+
+    def _admitted(self, path: Path, before: str | None, after: str) -> str:
+        """What an edit may leave of a file: `after`, or for a documentation-only ledger, `before` with
+        only the documentation that `after` adds."""
+        if not self.documentation_only:
+            return after
+        if before is None:
+            raise ToolError("this action only adds documentation to the code; it creates no files")
+        documented = only_documentation(path.suffix, before, after)
+        if documented is None:
+            raise ToolError(
+                "the documentation cannot be told apart from the code there (the result does not parse, "
+                "or the language's comments are unknown); keep every line of code as it is and add only "
+                "docstrings and comments"
+            )
+        if documented == before:
+            raise ToolError(NOTHING_DOCUMENTED)
+        return documented
 
     def withdraw_latest(self) -> None:
         """Takes the latest edit back (a check failed on it)."""

@@ -172,3 +172,101 @@ def added_documentation(before: str, after: str) -> str | None:
         return None if python_code_changed(before, result) else result
     except (SyntaxError, ValueError):
         return None
+
+
+# Where a line comment starts, by file suffix, for documenting code that is not Python. C-like languages
+# also take /** ... */ blocks. A suffix not listed here cannot be documented: nothing tells its comments
+# from its code.
+_LINE_COMMENTS = {
+    **dict.fromkeys(
+        (
+            ".c",
+            ".h",
+            ".cc",
+            ".cpp",
+            ".hpp",
+            ".cs",
+            ".java",
+            ".kt",
+            ".swift",
+            ".scala",
+            ".dart",
+            ".go",
+            ".rs",
+            ".js",
+            ".jsx",
+            ".mjs",
+            ".cjs",
+            ".ts",
+            ".tsx",
+            ".php",
+        ),
+        "//",
+    ),
+    **dict.fromkeys(
+        (".sh", ".bash", ".rb", ".pl", ".r", ".jl", ".ex", ".exs", ".nim", ".toml", ".yaml", ".yml"), "#"
+    ),
+    **dict.fromkeys((".lua", ".sql", ".hs"), "--"),
+}
+
+
+def only_documentation(suffix: str, before: str, after: str) -> str | None:
+    """before with only the documentation that after adds, every line of code kept as it is: Python's
+    docstrings and comments (added_documentation), other languages' comment lines. None when that cannot
+    be told apart (after does not parse, or a language whose comments are not known here)."""
+    if suffix == ".py":
+        return added_documentation(before, after)
+    marker = _LINE_COMMENTS.get(suffix.lower())
+    return None if marker is None else _added_comment_lines(before, after, marker)
+
+
+def _added_comment_lines(before: str, after: str, marker: str) -> str:
+    """before with the whole comment lines that after inserts, at the places where after inserts them."""
+    old, new = split_lines(before), split_lines(after)
+    ending = "\r\n" if old and old[0].endswith("\r\n") else "\n"
+    unterminated = bool(old) and not old[-1].endswith(("\n", "\r"))
+    if unterminated:
+        old[-1] += ending  # so that a comment added after the last line starts a line of its own
+    merged: list[str] = []
+    matcher = difflib.SequenceMatcher(a=[x.strip() for x in old], b=[x.strip() for x in new], autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            merged.extend(old[i1:i2])
+            continue
+        region = new[j1:j2]
+        comments = _comment_lines(region, marker)
+        code = [i for i in range(len(region)) if i not in comments]
+        if len(code) == i2 - i1:  # the region's code lines, retouched: each comment stays where it was
+            mine = iter(old[i1:i2])
+            merged.extend(
+                line.rstrip("\r\n") + ending if i in comments else next(mine) for i, line in enumerate(region)
+            )
+        else:
+            merged.extend(region[i].rstrip("\r\n") + ending for i in sorted(comments))
+            merged.extend(old[i1:i2])
+    result = "".join(merged)
+    return result[: -len(ending)] if unterminated else result
+
+
+def _comment_lines(lines: list[str], marker: str) -> set[int]:
+    """The indexes of the lines that are whole comments: each starts with the line-comment marker, or
+    (C-like) belongs to a block that opens with /* on a line of its own and closes with */."""
+    found: set[int] = set()
+    block: list[int] = []
+    for i, line in enumerate(lines):
+        text = line.strip()
+        if block:
+            block.append(i)
+            if text.endswith("*/"):
+                found.update(block)
+                block = []
+            elif not text.startswith("*"):
+                block = []  # not a comment block after all: none of it
+        elif marker == "//" and text.startswith("/*"):
+            block = [i]
+            if text.endswith("*/") and len(text) > 3:
+                found.update(block)
+                block = []
+        elif text.startswith(marker):
+            found.add(i)
+    return found

@@ -67,9 +67,9 @@ def _count(n: int, noun: str) -> str:
 class ToolRunner:
     """Runs one request's tool calls in its sandbox; the edits they propose go to its ledger."""
 
-    def __init__(self, sandbox: Sandbox) -> None:
+    def __init__(self, sandbox: Sandbox, documentation_only: bool = False) -> None:
         self.sandbox = sandbox
-        self.proposals = Proposals(sandbox)
+        self.proposals = Proposals(sandbox, documentation_only)
         self._handlers: dict[str, Callable[[dict[str, Any]], str]] = {
             "read_file": self._read_file,
             "list_files": self._list_files,

@@ -126,6 +126,7 @@ async def _run(turns: TurnService, request: protocol.CodeActionRequest, action: 
         version=request.version,
         diagnostics=request.diagnostics,
         checked=action.checked,
+        documentation_only=action.documentation_only,
     ) as turn:
         assert turn.path is not None
         path, source = turn.path, turn.text

@@ -212,10 +212,12 @@ class TurnService:
         version: int | None = None,
         diagnostics: tuple[dict[str, Any], ...] = (),
         checked: bool = True,
+        documentation_only: bool = False,
     ) -> AsyncIterator[DocumentTurn]:
         """A turn on the open document `uri` (None: the workspace), in conversation `conversation_id`
         (None: a new one). `version` is the one the request was made for; `diagnostics` are those the
-        client sent; `checked` says whether proposed edits go through verifyCommand.
+        client sent; `checked` says whether proposed edits go through verifyCommand, and
+        `documentation_only` that they keep only the documentation they add (Document).
 
         The server shows itself busy while the turn runs; the turn's figures are recorded when it ends
         without an error, before the status says ready again, so that the status carries them.
@@ -249,7 +251,7 @@ class TurnService:
             engine,
             settings,
             conversation,
-            ToolRunner(sandbox),
+            ToolRunner(sandbox, documentation_only),
             verifier,
             self._server.workspace,
             uri,
