@@ -220,6 +220,9 @@ bool take_token(llama_lsp_engine & e, generation & g, llama_token token, piece_s
 // draft's longest prefix that it agrees with, plus one token of its own. The rejected rest leaves the
 // cells, so the slot's record stays exactly what they hold. Without a draft a step is plain decoding.
 void decode(llama_lsp_engine & e, generation & g, slot & s, llama_batch & batch, piece_streamer & streamer) {
+    if (g.finish_reason != "stop") {
+        return;  // the prompt was not read to its end (cancelled): there are no logits to sample from
+    }
     const auto t_decode_start = steady::now();
     std::unique_ptr<drafter> drafts;
     if (g.drafts.enabled) {
