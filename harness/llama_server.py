@@ -24,12 +24,13 @@ def free_port() -> int:
 
 
 class LlamaServer:
-    """One llama-server process serving `model` under `name`; start() waits until it answers."""
+    """One llama-server process serving `model` under `name` (None: no alias, so it lists the file, as
+    `llama-server -m FILE` does); start() waits until it answers."""
 
     def __init__(
         self,
         model: Path,
-        name: str,
+        name: str | None,
         log: Path,
         *options: str,
         port: int | None = None,
@@ -47,15 +48,16 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def backend(self, **more: str) -> dict[str, str]:
-        """The `backend` setting that points the language server here."""
-        return {"url": self.url, "model": self.name, **more}
+        """The `backend` setting that points the language server here (naming no model if it has no name)."""
+        return {"url": self.url, **({"model": self.name} if self.name else {}), **more}
 
     def start(self, timeout_s: float = 180.0) -> LlamaServer:
         if not self.binary.is_file():
             raise RuntimeError(f"{self.binary} is missing: `make llama-server` builds it (`make test` does)")
         command = [
             str(self.binary),
-            *("-m", str(self.model), "-a", self.name, "--jinja", "-fa", self.flash_attn),
+            *("-m", str(self.model), *(("-a", self.name) if self.name else ()), "--jinja"),
+            *("-fa", self.flash_attn),
             *("-t", str(self.threads), "-tb", str(self.threads)),
             *("--host", "127.0.0.1", "--port", str(self.port)),
             *self.options,

@@ -1,7 +1,8 @@
-"""The remote backend's own cases: its setting, the faults a real llama-server can show (nothing on the
-port, a wrong key, a model it does not serve, killed mid-answer), the faults it cannot be made to show
-on demand (429 and 5xx, unreadable events, silence: from a server in this file that fails on purpose),
-and three clients sharing one server's prefix cache.
+"""The remote backend's own cases: its setting, a llama-server started with only a file (no model named:
+the one it serves answers), the faults a real llama-server can show (nothing on the port, a wrong key, a
+model it does not serve, killed mid-answer), the faults it cannot be made to show on demand (429 and 5xx,
+unreadable events, silence, several models: from a server in this file that fails on purpose), and three
+clients sharing one server's prefix cache.
 
 The features themselves (chat, streaming, cancel, code actions, tool calls) run on both backends with
 the same assertions: the tests marked `backends("local", "remote")` in test_server and test_code_actions.
@@ -15,7 +16,7 @@ import os
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,8 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig
 
 from harness.llama_server import LlamaServer, free_port
-from lsp_server.engine import RemoteConfig
+from lsp_server.engine import ChatRequest, EngineError, RemoteConfig
+from lsp_server.engine.remote import RemoteEngine
 from lsp_server.lsp import protocol, settings
 
 from .lsp_client import SERVER_COMMAND, AssistantClient, initialize_params, make_client, open_document
@@ -95,13 +97,47 @@ def test_the_backend_setting_takes_local_or_a_server_and_never_a_key():
     assert settings.merge(remote, {"backend": "local"})[0].backend is None
     for bad in (
         {"url": "team.example:8080", "model": "coder"},  # no scheme
-        {"url": "http://team.example/v1"},  # no model
+        {"url": "http://team.example/v1", "model": " "},  # a model, but no name
         {"url": "http://team.example/v1", "model": "coder", "apiKeyEnv": "sk-123 secret"},  # a key
         {"url": "http://team.example/v1", "model": "coder", "timeout": 0},
         "remote",
     ):
         kept, warnings = settings.merge(remote, {"backend": bad})
         assert kept.backend == remote.backend and len(warnings) == 1, bad
+
+
+def test_a_backend_that_names_no_model_leaves_it_to_the_server():
+    remote, warnings = settings.merge(settings.Settings(), {"backend": {"url": "http://team.example/v1"}})
+    assert not warnings
+    assert remote.backend == RemoteConfig(url="http://team.example/v1", model=None)
+    assert remote.engine_name == "the model at http://team.example/v1"  # until the server says which
+
+
+# ---- no model named ----------------------------------------------------------------------------------
+
+
+@in_module_loop
+async def test_a_server_started_with_only_a_file_answers_when_the_setting_names_no_model(
+    test_model_path: Path, workspace: Path, tmp_path: Path
+):
+    server = LlamaServer(test_model_path, None, tmp_path / "server.log", "-c", "2048").start()
+    try:
+        # llama-server lists the file's path; the status names the file, and says it is ready.
+        shown = f"{test_model_path.name} at {server.url}"
+        async with language_server(workspace, server.backend()) as client:
+            assert last_status(client) == {"state": protocol.READY, "message": f"{shown} ready"}
+            assert (await client.request(protocol.STATS, {}))["model"] == shown
+        engine = RemoteEngine(RemoteConfig(server.url))
+        try:
+            info = await engine.ready()
+            assert info["model"] == str(test_model_path) and info["model_desc"] == shown
+            messages = [{"role": "user", "content": "Say hi."}]
+            answer = await engine.generate(ChatRequest(messages=messages, max_tokens=3))
+            assert answer.content and answer.stats.n_generated > 0
+        finally:
+            await engine.aclose()
+    finally:
+        server.stop()
 
 
 # ---- faults, against a real server ------------------------------------------------------------------
@@ -219,17 +255,19 @@ async def test_three_clients_interleaving_follow_ups_all_hit_the_servers_prefix_
 
 class FaultyServer(ThreadingHTTPServer):
     """An OpenAI-compatible endpoint that fails on purpose, one planned behaviour per chat request (the
-    last one repeats): "429" and "500" (status errors), "answer" (a streamed "Hello" whose usage has no
-    cached-token count), "garbled" (an event that is not JSON, mid-answer), "silent" (nothing for 3 s)."""
+    last one repeats): "404", "429" and "500" (status errors), "answer" (a streamed "Hello" whose usage has no
+    cached-token count), "garbled" (an event that is not JSON, mid-answer), "silent" (nothing for 3 s).
+    It lists `models` (one llama-server serves one; a router or vLLM may serve several)."""
 
-    def __init__(self, plan: list[str]):
+    def __init__(self, plan: list[str], models: tuple[str, ...] | list[str] = ("faulty",)):
         super().__init__(("127.0.0.1", 0), _FaultyHandler)
         self.plan = plan
+        self.models = list(models)
         self.requests = 0
 
     @property
     def backend(self) -> dict[str, Any]:
-        return {"url": f"http://127.0.0.1:{self.server_address[1]}/v1", "model": "faulty", "timeout": 1}
+        return {"url": f"http://127.0.0.1:{self.server_address[1]}/v1", "model": self.models[0], "timeout": 1}
 
     def next_behaviour(self) -> str:
         self.requests += 1
@@ -252,13 +290,15 @@ class _FaultyHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:
-        models = [{"id": "faulty", "object": "model", "created": 0, "owned_by": "tests"}]
+        models = [
+            {"id": name, "object": "model", "created": 0, "owned_by": "tests"} for name in self.server.models
+        ]
         self._json(200, {"object": "list", "data": models})
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         behaviour = self.server.next_behaviour()
-        if behaviour in ("429", "500"):
+        if behaviour in ("404", "429", "500"):
             error = {"error": {"message": f"planned {behaviour}", "type": "test"}}
             self._json(int(behaviour), error, {"retry-after-ms": "10"})
             return
@@ -283,14 +323,58 @@ class _FaultyHandler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-@pytest.fixture
-def faulty(request: pytest.FixtureRequest) -> Iterator[FaultyServer]:
-    server = FaultyServer(list(request.param))
+@contextmanager
+def serving(server: FaultyServer) -> Iterator[FaultyServer]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def faulty(request: pytest.FixtureRequest) -> Iterator[FaultyServer]:
+    with serving(FaultyServer(list(request.param))) as server:
+        yield server
+
+
+@in_module_loop
+async def test_a_server_of_several_models_needs_the_setting_to_name_one():
+    with serving(FaultyServer(["answer"], models=["coder-32b", "coder-7b"])) as several:
+        url = several.backend["url"]
+        unnamed = RemoteEngine(RemoteConfig(url))
+        with pytest.raises(EngineError) as error:
+            await unnamed.ready()
+        assert error.value.kind == "model_not_found"
+        assert f"{url} serves several models (coder-32b, coder-7b): set llamaLsp.backend.model" in str(
+            error.value
+        )
+        named = RemoteEngine(RemoteConfig(url, "coder-7b"))
+        assert (await named.ready())["model_desc"] == f"coder-7b at {url}"
+        answer = await named.generate(ChatRequest(messages=[{"role": "user", "content": "Say hi."}]))
+        assert answer.content == "Hello"
+        await asyncio.gather(unnamed.aclose(), named.aclose())
+
+
+@in_module_loop
+async def test_a_server_that_changed_its_model_is_followed_when_the_setting_names_none():
+    with serving(FaultyServer(["404", "answer"], models=["/models/coder-7b.gguf"])) as server:
+        engine = RemoteEngine(RemoteConfig(server.backend["url"]))
+        try:
+            assert (await engine.ready())["model_desc"] == f"coder-7b.gguf at {server.backend['url']}"
+            server.models = ["coder-14b"]  # restarted with another model: a chat naming the old one is 404
+            request = ChatRequest(messages=[{"role": "user", "content": "Say hi."}])
+            with pytest.raises(EngineError) as error:
+                await engine.generate(request)
+            assert "no longer serves /models/coder-7b.gguf" in str(error.value)
+            assert (
+                await engine.generate(request)
+            ).content == "Hello"  # the next request asks for the new one
+            assert (await engine.info())["model"] == "coder-14b"
+        finally:
+            await engine.aclose()
 
 
 @in_module_loop

@@ -303,12 +303,13 @@ async def test_credentials_in_the_url_are_sent_and_never_shown(
     assert f"you sent Basic {base64.b64encode(f'team:{PASSWORD}'.encode()).decode()}" not in str(error)
     assert "you sent Basic " in str(error) and " = ***" in str(error)
     assert info["url"] == f"http://***@127.0.0.1:{hostile_port}/error401/v1"
-    merged, warnings = settings.merge(settings.Settings(), {"backend": {"url": engine.config.url}})
-    assert warnings and merged.backend is None  # no model: refused, without echoing the URL
-    remote_settings, _ = settings.merge(
-        settings.Settings(), {"backend": {"url": engine.config.url, "model": MODEL}}
+    merged, warnings = settings.merge(
+        settings.Settings(), {"backend": {"url": engine.config.url, "timeout": 0}}
     )
-    shown = [str(error), json.dumps(info), remote_settings.engine_name, *warnings]
+    assert warnings and merged.backend is None  # a bad timeout: refused, without echoing the URL
+    named, _ = settings.merge(settings.Settings(), {"backend": {"url": engine.config.url, "model": MODEL}})
+    unnamed, _ = settings.merge(settings.Settings(), {"backend": {"url": engine.config.url}})
+    shown = [str(error), json.dumps(info), named.engine_name, unnamed.engine_name, *warnings]
     assert_shown_safely([*shown, *(record.getMessage() for record in caplog.records)])
 
 

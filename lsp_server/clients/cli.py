@@ -118,7 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     backend = ask.add_argument_group("a remote backend (an OpenAI-compatible server) instead of --model")
     backend.add_argument("--backend-url", metavar="URL", help="the API's base URL, e.g. http://host:8080/v1")
-    backend.add_argument("--backend-model", metavar="NAME", help="the model the server serves")
+    backend.add_argument(
+        "--backend-model", metavar="NAME", help="the model the server serves (needed where it serves several)"
+    )
     backend.add_argument(
         "--backend-key-env", metavar="VAR", help="the environment variable that holds the API key"
     )
@@ -130,8 +132,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "backend_url", None) and not args.backend_model:
-        parser.error("--backend-url needs --backend-model (the model the server serves)")
     try:
         return int(args.run(args))
     except models.ModelError as exc:

@@ -57,7 +57,7 @@ class RemoteConfig:
     importing the `openai` package."""
 
     url: str  # the API's base URL, e.g. http://host:8080/v1; it may hold credentials (user:password@)
-    model: str
+    model: str | None = None  # None: the one model the server serves (remote.py finds it)
     api_key_env: str | None = None  # the environment variable that holds the key; the key is never stored
     timeout_s: float = 600.0  # the longest wait for the server's next bytes (the first: the prompt is read)
     connect_timeout_s: float = 10.0

@@ -81,6 +81,8 @@ class RemoteEngine:
         self._running = 0
         # llama-server reads tool_choice as a string only (an object silently becomes "auto").
         self._named_tool_choice = True
+        # The model the requests name: the setting's, or (when it names none) the one the server serves.
+        self._model = config.model
         self._info: dict[str, Any] = {}
 
     @property
@@ -88,7 +90,8 @@ class RemoteEngine:
         return self._running
 
     async def ready(self) -> dict[str, Any]:
-        """Checks that the server answers and serves the configured model."""
+        """Checks that the server answers and serves the configured model (or, when the setting names
+        none, exactly one model: that one answers)."""
         if self._key_missing:
             raise EngineError(
                 f"the environment variable {self.config.api_key_env} (llamaLsp.backend.apiKeyEnv) is not "
@@ -122,32 +125,47 @@ class RemoteEngine:
                 "OpenAI-compatible API?",
                 "server_error",
             ) from None
-        if self.config.model not in served:
-            names = redact(", ".join(sorted(served)), self._secrets, DETAIL_LIMIT)
+        names = redact(", ".join(sorted(served)), self._secrets, DETAIL_LIMIT)
+        model = self.config.model
+        if model is None:
+            ids = {model_id for model_id, _owner in served.values()}
+            if not ids:
+                raise self._error(f"{self._url} serves no model: start it with one", "model_not_found")
+            if len(ids) > 1:
+                raise self._error(
+                    f"{self._url} serves several models ({names}): set llamaLsp.backend.model to one of them",
+                    "model_not_found",
+                )
+            model = ids.pop()
+        elif model not in served:
             raise self._error(
-                f"{self._url} serves {names or 'no model'}, not {self.config.model}: set "
+                f"{self._url} serves {names or 'no model'}, not {model}: set "
                 "llamaLsp.backend.model to one of them",
                 "model_not_found",
             )
-        self._named_tool_choice = served[self.config.model] != "llamacpp"
+        self._model = model
+        owner = served[model][1]
+        self._named_tool_choice = owner != "llamacpp"
+        shown = redact(self.config.model or _shown_model(model), self._secrets, DETAIL_LIMIT)
         self._info = {
             "backend": "remote",
             "url": self._url,
-            "model": self.config.model,
-            "model_desc": f"{self.config.model} at {self._url}",
-            "owned_by": redact(served[self.config.model], self._secrets, DETAIL_LIMIT),
+            "model": redact(model, self._secrets, DETAIL_LIMIT),
+            "model_desc": f"{shown} at {self._url}",  # the status names the model by it
+            "owned_by": redact(owner, self._secrets, DETAIL_LIMIT),
             "slots": [],  # the server's slots are its own
             "t_load_ms": (time.monotonic() - started) * 1000,
         }
         return dict(self._info)
 
-    async def _served_models(self) -> dict[str, str]:
-        """Model name -> who serves it, from the server's /models (with llama-server's aliases)."""
-        served: dict[str, str] = {}
+    async def _served_models(self) -> dict[str, tuple[str, str]]:
+        """Model name -> (the model's id, who serves it), from the server's /models; llama-server's
+        aliases are names of the model they come with."""
+        served: dict[str, tuple[str, str]] = {}
         for model in (await self._client.models.list()).data:
             aliases = (model.model_extra or {}).get("aliases")
             for name in [model.id, *(aliases if isinstance(aliases, list) else [])]:
-                served[str(name)] = str(getattr(model, "owned_by", ""))
+                served[str(name)] = (str(model.id), str(getattr(model, "owned_by", "")))
         return served
 
     async def info(self) -> dict[str, Any]:
@@ -174,6 +192,8 @@ class RemoteEngine:
             raise EngineError("raw prompts and warming need the local engine", "invalid_request")
         self._running += 1
         try:
+            if self._model is None:  # the setting names none, and the server's model is not known yet
+                await self.ready()
             return await self._stream(request, on_piece or (lambda _text: None))
         finally:
             self._running -= 1
@@ -245,7 +265,7 @@ class RemoteEngine:
 
     def _params(self, request: ChatRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
-            "model": self.config.model,
+            "model": self._model,
             "messages": request.messages,
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
@@ -305,6 +325,13 @@ class RemoteEngine:
                 "unauthorized",
             )
         if isinstance(exc, openai.NotFoundError):
+            if self.config.model is None:  # it serves another model now: the next request asks for it
+                model, self._model = self._model, None
+                return self._error(
+                    f"the backend at {url} no longer serves {model} (404 {detail}): ask again, and the "
+                    "model it serves now answers",
+                    "model_not_found",
+                )
             return self._error(
                 f"the backend at {url} has no model {self.config.model} (404 {detail}): set "
                 "llamaLsp.backend.model to a model it serves",
@@ -582,6 +609,14 @@ def _arguments(text: str) -> dict[str, Any] | str:
     except (ValueError, RecursionError):
         return text
     return value if isinstance(value, dict) else text
+
+
+def _shown_model(model_id: str) -> str:
+    """A model as messages name it: llama-server started with `-m FILE` and no alias lists the file's
+    path, shown as the file's name; any other id (e.g. vLLM's Qwen/Qwen2.5-Coder-7B-Instruct) as it is."""
+    if model_id.lower().endswith(".gguf"):
+        return re.split(r"[\\/]", model_id)[-1]
+    return model_id
 
 
 def _server_message(exc: openai.APIError) -> str:

@@ -58,6 +58,8 @@ class AssistantServer(LanguageServer):
             converter_factory=_plain_params_converter,
         )
         self.settings = settings.Settings()
+        # The model a remote backend says answers (the one it serves, where the setting names none).
+        self._served_name: str | None = None
         self.turns = TurnService(self)
         self.completion = InlineCompletion(self)
         self.warmer = Warmer(self, self.turns, self.refresh_status, self.completion.warm_request)
@@ -105,8 +107,14 @@ class AssistantServer(LanguageServer):
 
     # ---- model: the host loads it; these turn its events into status and progress ----------------
 
+    @property
+    def engine_name(self) -> str:
+        """The model as the status and the stats name it."""
+        return self._served_name or self.settings.engine_name
+
     async def load_started(self, config: settings.Settings) -> Callable[[], None]:
         doing = "connecting to" if config.backend is not None else "loading"
+        self._served_name = None
         self.set_status(protocol.LOADING, f"{doing} {config.engine_name}")
         token = f"llama-lsp-load-{self.model_host.n_loads}"
         if not await self._begin_progress(token, f"{doing.capitalize()} {config.engine_name}"):
@@ -115,7 +123,9 @@ class AssistantServer(LanguageServer):
 
     def load_finished(self, config: settings.Settings, info: dict[str, Any]) -> None:
         log.info("model ready: %s (%.1f s)", info.get("model_desc"), info.get("t_load_ms", 0) / 1000)
-        self.set_status(protocol.READY, f"{config.engine_name} ready")
+        if config.backend is not None:
+            self._served_name = info["model_desc"]
+        self.set_status(protocol.READY, f"{self._served_name or config.engine_name} ready")
         self.warmer.rewarm()  # a new engine: what the old one held is gone (or restored from disk)
 
     def load_failed(self, config: settings.Settings, error: ModelUnavailable) -> None:
@@ -269,7 +279,7 @@ def create_server() -> AssistantServer:
         info = await engine.info() if engine is not None else None
         return {
             "state": ls.state,
-            "model": ls.settings.engine_name,
+            "model": ls.engine_name,
             "error": str(ls.model_host.error) if ls.model_host.error else None,
             "modelLoads": ls.model_host.n_loads,
             "engine": info,

@@ -215,7 +215,8 @@ class Settings:
         '  "apiKeyEnv": "LLAMA_API_KEY"\n'
         "}\n"
         "```\n\n"
-        "`model` is the name that server serves it under. `apiKeyEnv` (optional) names the environment "
+        "`model` (optional where the server serves one model: that one answers, and the status names "
+        "it) is the name that server serves it under. `apiKeyEnv` (optional) names the environment "
         "variable that holds the API key; the server reads it from the environment VS Code was started "
         "with, so the key is not stored in settings.json. `timeout` (optional, seconds, default 600) is "
         "the longest wait for the server's next bytes; a request ends within `timeout` plus "
@@ -234,7 +235,8 @@ class Settings:
     def engine_name(self) -> str:
         """The model as the status names it."""
         if self.backend is not None:
-            return f"{self.backend.model} at {self.backend.shown_url}"
+            # Without a name, the model is the one the server serves: the ready status names it (server.py).
+            return f"{self.backend.model or 'the model'} at {self.backend.shown_url}"
         return self.model
 
 
@@ -364,7 +366,7 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # The shape `_backend` takes, as JSON Schema (VS Code checks settings.json against it).
 BACKEND_SCHEMA: dict[str, Any] = {
     "pattern": "^local$",
-    "patternErrorMessage": '"local", or an object with "url" and "model"',
+    "patternErrorMessage": '"local", or an object with "url" (and "model" where the server serves several)',
     "properties": {
         "url": {
             "type": "string",
@@ -375,7 +377,7 @@ BACKEND_SCHEMA: dict[str, Any] = {
             "type": "string",
             "minLength": 1,
             "description": "The model name the server serves (llama-server's --alias, "
-            "vLLM's --served-model-name).",
+            "vLLM's --served-model-name); optional where it serves one model.",
         },
         "apiKeyEnv": {
             "type": "string",
@@ -392,13 +394,14 @@ BACKEND_SCHEMA: dict[str, Any] = {
             f"the prompt). A request ends within this plus {SECONDS_PER_TOKEN:g} s per token it may write.",
         },
     },
-    "required": ["url", "model"],
+    "required": ["url"],
     "additionalProperties": False,
 }
 
 
 def _backend(value: Any) -> RemoteConfig | None:
-    """ "local", or {"url", "model", "apiKeyEnv"}: the key itself is never a setting, only where it is."""
+    """ "local", or {"url", "model"?, "apiKeyEnv"?, "timeout"?}: the key itself is never a setting, only
+    where it is."""
     if value == "local":
         return None
     if not isinstance(value, dict):
@@ -406,8 +409,8 @@ def _backend(value: Any) -> RemoteConfig | None:
     url, model, key_env = value.get("url"), value.get("model"), value.get("apiKeyEnv")
     if not isinstance(url, str) or urlsplit(url.strip()).scheme not in ("http", "https"):
         raise ValueError("backend.url must be an http:// or https:// URL, e.g. http://host:8080/v1")
-    if not isinstance(model, str) or not model.strip():
-        raise ValueError("backend.model must name the model the server serves")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise ValueError("backend.model must name the model the server serves, or be left out")
     if key_env is not None and (not isinstance(key_env, str) or not _ENV_NAME.fullmatch(key_env)):
         raise ValueError("backend.apiKeyEnv must be the name of an environment variable, not the key")
     timeout = value.get("timeout", RemoteConfig.timeout_s)
@@ -415,7 +418,7 @@ def _backend(value: Any) -> RemoteConfig | None:
         raise ValueError("backend.timeout must be seconds, 1 to 3600")
     return RemoteConfig(
         url=url.strip().rstrip("/"),
-        model=model.strip(),
+        model=model.strip() if model is not None else None,
         api_key_env=key_env or None,
         timeout_s=float(timeout),
     )

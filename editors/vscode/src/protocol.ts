@@ -232,8 +232,8 @@ export type { ServerSettings as InitializationOptions } from './serverSettings';
 export interface RemoteBackend {
   /** e.g. `http://host:8080/v1` */
   url: string;
-  /** The model name that server serves. */
-  model: string;
+  /** The model name that server serves; optional where it serves one model (that one answers). */
+  model?: string;
   apiKeyEnv?: string;
   /** Seconds to wait for the server's next bytes (default 600). */
   timeout?: number;

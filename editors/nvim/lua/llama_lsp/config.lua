@@ -67,7 +67,7 @@ local M = {}
 ---server reads it from the environment variable `apiKeyEnv` names.
 ---@class llama_lsp.RemoteBackend
 ---@field url string                 e.g. "http://gpu-box:8080/v1"
----@field model string               the model name that server serves
+---@field model? string              the model name that server serves (optional where it serves one)
 ---@field apiKeyEnv? string          the environment variable that holds the API key
 ---@field timeout? number            seconds to wait for the server's next bytes (default 600)
 

@@ -54,7 +54,8 @@ end
 local function check_model()
   local backend = config.options.init_options.backend
   if type(backend) == "table" then -- nothing to install here: the remote server has the model
-    health.info(string.format("model: %s at %s (backend)", tostring(backend.model), tostring(backend.url)))
+    local model = backend.model or "the model it serves"
+    health.info(string.format("model: %s at %s (backend)", tostring(model), tostring(backend.url)))
     return
   end
   local model = config.options.init_options.model
