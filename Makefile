@@ -86,8 +86,10 @@ $(LLAMA_SERVER): native/fetch_llama_cpp.py native/CMakeLists.txt | $(SETUP_STAMP
 
 llama-server: $(LLAMA_SERVER) ## Build llama.cpp's llama-server (build/native/bin/): tests' remote backend, bench's baseline
 
-# About an hour with the default 5 runs (versus and prefill run at 1 thread).
-# BENCH_ARGS: e.g. --runs 1, --only versus (engine, versus or prefill; repeatable), --quick
+# About an hour with the default 5 runs (versus and prefill run at 1 thread), and (W) rewrites on the default
+# model another ~30 min.
+# BENCH_ARGS: e.g. --runs 1, --only versus (engine, versus, backends, prefill, typing, rewrite; repeatable),
+# --rewrite-tasks 'doc_*', --quick
 bench: setup test-models $(LLAMA_SERVER) ## Run the benchmarks on the test model, and ours against llama-server
 	timeout $(T_BENCH) $(BIN)/python -m bench $(BENCH_ARGS)
 

@@ -64,10 +64,10 @@ def ways(draft_model: Path | None) -> list[Way]:
     found = [
         Way("ours, drafting off", settings={"speculative": False}),
         Way("ours, drafting on", settings={"speculative": True}),
-        Way("llama-server, no drafting", server_options=()),
-        Way("llama-server ngram-simple", server_options=("--spec-type", "ngram-simple")),
-        Way("llama-server ngram-map-k", server_options=("--spec-type", "ngram-map-k")),
         Way("llama-server ngram-mod", server_options=("--spec-type", "ngram-mod")),
+        Way("llama-server ngram-simple", server_options=("--spec-type", "ngram-simple")),
+        Way("llama-server, no drafting", server_options=()),
+        Way("llama-server ngram-map-k", server_options=("--spec-type", "ngram-map-k")),
     ]
     if draft_model is not None:
         found.append(
@@ -95,7 +95,7 @@ def run_task(name: str, model: Path, options: dict[str, Any], workdir: Path, kin
     first, last = spec["range"]
     settings = {"model": str(model), "threads": THREADS, "cacheDir": str(project / ".cache"), **options}
     started = time.perf_counter()
-    _resolved, stats = asyncio.run(
+    resolved, stats = asyncio.run(
         run_code_action(
             project,
             project / spec["file"],
@@ -106,6 +106,8 @@ def run_task(name: str, model: Path, options: dict[str, Any], workdir: Path, kin
         )
     )
     seconds = time.perf_counter() - started
+    if isinstance(resolved, str):  # no edit came back: the answers were still written, and timed
+        show(f"  ({name}: {resolved[:160]})")
     totals = stats["totals"]
     decode_s = totals["tDecodeMs"] / 1000
     return Result(
@@ -154,6 +156,20 @@ def run(model: Path, binary: Path, runs: int, task_glob: str | None = None) -> N
         f"\n(W) rewrites: {', '.join(tasks)}; {runs} run(s) each; {model.name}, {THREADS} thread; "
         "decode tok/s is the median over the tasks' actions"
     )
+    with tempfile.TemporaryDirectory(prefix="llama-lsp-bench-explain-") as temp:
+        # Prose, where drafts rarely match: an Explain of the first task, which writes words, not code.
+        prose = {
+            label: median(
+                [
+                    run_task(tasks[0], model, {"speculative": on}, Path(temp), "explain").tokens_per_s
+                    for _ in range(runs)
+                ]
+            )
+            for label, on in (("off", False), ("on", True))
+        }
+    show(
+        f"\nprose (Explain of {tasks[0]}): drafting off {prose['off']:.1f} tok/s, on {prose['on']:.1f} tok/s"
+    )
     table = [("way", "decode tok/s", "vs off", "action s", "generated", "drafted", "accepted")]
     medians: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="llama-lsp-bench-rewrite-") as temp:
@@ -191,20 +207,6 @@ def run(model: Path, binary: Path, runs: int, task_glob: str | None = None) -> N
         )
     ours = medians.get("ours, drafting on")
     off = medians.get("ours, drafting off")
-    with tempfile.TemporaryDirectory(prefix="llama-lsp-bench-explain-") as temp:
-        # Prose, where drafts rarely match: an Explain of the first task, which writes words, not code.
-        prose = {
-            label: median(
-                [
-                    run_task(tasks[0], model, {"speculative": on}, Path(temp), "explain").tokens_per_s
-                    for _ in range(runs)
-                ]
-            )
-            for label, on in (("off", False), ("on", True))
-        }
-    show(
-        f"\nprose (Explain of {tasks[0]}): drafting off {prose['off']:.1f} tok/s, on {prose['on']:.1f} tok/s"
-    )
     show(f"goal: prose with drafting on >= 0.95x off: {prose['on'] / prose['off']:.2f}x")
     theirs = {k: v for k, v in medians.items() if k.startswith("llama-server") and "no drafting" not in k}
     if ours and off:

@@ -109,8 +109,9 @@ def verify_command(task: Task) -> str:
 
 async def run_action(
     task: Task, workdir: Path, model: str, threads: int, verify: bool
-) -> tuple[dict[str, Any], dict]:
-    """Starts a server in workdir, resolves the task's code action; returns (resolved action, stats)."""
+) -> tuple[dict[str, Any] | str, dict]:
+    """Starts a server in workdir, resolves the task's code action; returns (resolved action or the
+    server's error, stats)."""
     options: dict[str, Any] = {"model": model, "threads": threads, "cacheDir": str(workdir.parent / "cache")}
     if verify:
         options["verifyCommand"] = verify_command(task)
@@ -256,6 +257,9 @@ def run_task(task: Task, model: str, threads: int, verify: bool) -> Outcome:
         outcome.seconds = time.monotonic() - started
         outcome.n_generated = stats["totals"]["nGenerated"]
         outcome.n_evaluated = stats["totals"]["nEvaluated"]
+        if isinstance(resolved, str):  # the server's error: no edit came back
+            outcome.detail = f"no edit: {resolved}"[:200]
+            return outcome
         verification = (resolved.get("data") or {}).get("verification") or {}
         outcome.verified, outcome.checks = verification.get("passed"), verification.get("attempts", 0)
         check(task, workdir, resolved, outcome)

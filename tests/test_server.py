@@ -62,6 +62,7 @@ async def test_chat_streams_partial_results_and_returns_stats(client: AssistantC
     assert result["finishReason"] in ("stop", "length")
     assert result["conversationId"]
     assert result["stats"]["nPrompt"] > 100 and result["stats"]["nGenerated"] > 0
+    assert result["stats"]["nDrafted"] >= result["stats"]["nAccepted"] >= 0
 
 
 @pytest.mark.backends("local", "remote")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.client import LanguageClient
 from pygls.protocol import default_converter
 
@@ -116,11 +117,12 @@ async def run_code_action(
     options: dict[str, Any],
     problem: str = "",
     timeout_s: float = 1800.0,
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[dict[str, Any] | str, dict[str, Any]]:
     """Starts a server for the folder `root`, opens `path`, resolves its code action of `kind` on `lines`
     (0-based, inclusive; `problem`, if any, as a diagnostic there) as an editor would, and ends the
-    session. Returns the resolved action as JSON and the server's `assistant/stats`. `make eval` and the
-    bench's rewrite measurement run their code actions through it."""
+    session. Returns the resolved action as JSON, or the server's error message when resolving failed,
+    and the server's `assistant/stats` either way. `make eval` and the bench's rewrite measurement run
+    their code actions through it."""
     client = HeadlessClient()
     await client.start("--log-level", "warning")
     try:
@@ -141,9 +143,13 @@ async def run_code_action(
         chosen = next(
             a for a in actions or [] if isinstance(a, types.CodeAction) and (a.data or {}).get("kind") == kind
         )
-        resolved = await asyncio.wait_for(client.code_action_resolve_async(chosen), timeout_s)
-        stats = await client.request(protocol.STATS, None)
-        return dict(lsp_json.to_json(resolved)), stats
+        try:
+            resolved: dict[str, Any] | str = dict(
+                lsp_json.to_json(await asyncio.wait_for(client.code_action_resolve_async(chosen), timeout_s))
+            )
+        except JsonRpcException as exc:
+            resolved = str(exc.message or type(exc).__name__)
+        return resolved, await client.request(protocol.STATS, None)
     finally:
         await client.close()
 

@@ -45,10 +45,12 @@ local M = {}
 ---@field speculative? boolean         Speculative decoding: while the model writes, the code it was shown
 ---                                    serves as a draft of what comes next, and the model checks a whole
 ---                                    draft at once instead of writing one token at a time. A Fix or Document
----                                    that writes a function back is several times faster; the answer is the
----                                    same (up to rounding between the two ways of computing it). Drafting
----                                    pauses where it does not pay, so chat is not slower. Off: one token at
----                                    a time. Default: true.
+---                                    that writes a function back decodes about 1.8x as fast on a CPU. Greedy
+---                                    answers are the model's own, but a near-tie between two tokens may go
+---                                    the other way than without drafting (a batch rounds differently from
+---                                    one token at a time); the same request still gives the same answer
+---                                    every time. Drafting pauses where drafts keep failing, so chat is not
+---                                    slower. Off: one token at a time. Default: true.
 ---@field warm? boolean                Warm the model's cache in the background while you read: an open file's
 ---                                    prompt when it is opened and after typing pauses, and each answer for
 ---                                    the follow-up, so that a first question about the file evaluates only
