@@ -138,3 +138,24 @@ def test_other_actions_record_what_the_model_wrote(project: Path):
     after = MODULE.replace("maxc-minc", "maxc - minc")
     assert runner.proposals.propose_text(path, after) is None
     assert recorded(runner, path) == after
+
+
+def test_a_docstring_that_shares_lines_with_others_is_still_taken(project: Path):
+    # Its quotes on lines of their own and its `Args:` are lines the file already has elsewhere, so
+    # they cannot be told new line by line; the answer's code is the same, so it is taken whole.
+    path = project / "getopt_lite.py"
+    path.write_text('def helper():\n    """\n    Args:\n        none\n    """\n    return 1\n\n\n' + MODULE)
+    runner = document_runner(project)
+    block = "".join(MODULE.splitlines(keepends=True)[FIRST - 1 : LAST]).replace(
+        "    try:\n",
+        '    """\n    Parse one long option.\n\n    Args:\n'
+        '        opts: the options so far.\n    """\n    try:\n',
+        1,
+    )
+    source = path.read_text()
+    propose = actions.block_proposer(
+        actions.BY_NAME["document"], runner, path, source, FIRST + 8, LAST + 8, ""
+    )
+    assert propose(block) is None
+    assert "Parse one long option." in recorded(runner, path)
+    assert "def do_longs(opts, opt, longopts, args):" in recorded(runner, path)

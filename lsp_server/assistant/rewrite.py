@@ -213,9 +213,20 @@ _LINE_COMMENTS = {
 def only_documentation(suffix: str, before: str, after: str) -> str | None:
     """before with only the documentation that after adds, every line of code kept as it is: Python's
     docstrings and comments (added_documentation), other languages' comment lines. None when that cannot
-    be told apart (after does not parse, or a language whose comments are not known here)."""
+    be told apart (after does not parse, or a language whose comments are not known here).
+
+    Where the lines of a Python answer cannot be merged back (it rewrote an existing docstring, or its
+    new docstring shares lines such as `Args:` with others in the file), after itself is taken if its
+    syntax tree is before's but for docstrings: the code then does the same, though its formatting may
+    differ."""
     if suffix == ".py":
-        return added_documentation(before, after)
+        merged = added_documentation(before, after)
+        if merged is not None:
+            return merged
+        try:
+            return None if python_code_changed(before, after) else after
+        except (SyntaxError, ValueError):
+            return None
     marker = _LINE_COMMENTS.get(suffix.lower())
     return None if marker is None else _added_comment_lines(before, after, marker)
 
