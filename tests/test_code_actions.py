@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 import pytest_lsp
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from lsp_server.assistant.actions import BLOCK_ATTEMPTS
+from lsp_server.assistant.rewrite import python_code_changed
 from lsp_server.clients.ask import apply_workspace_edit
 from lsp_server.lsp import lsp_json, protocol
 
@@ -71,15 +73,24 @@ async def test_actions_are_listed_at_once_without_edits(client: AssistantClient,
 @pytest.mark.backends("local", "remote")
 @pytest.mark.parametrize("kind", ["document", "refactor", "tests"])
 async def test_each_code_action_gives_an_edit_that_applies_and_parses(
-    client: AssistantClient, workspace: Path, kind, backend: dict[str, Any], request: pytest.FixtureRequest
+    client: AssistantClient, workspace: Path, kind, backend: dict[str, Any]
 ):
-    if kind == "document" and backend:
-        # Seen on the pinned llama-server: the same model, greedy, writes the block back without a
-        # docstring three times (its prefill numerics differ from ours). A quality gap, not a fault of
-        # the backend's plumbing, which the other kinds and the Fix below exercise end to end.
-        request.applymarker(pytest.mark.xfail(reason="1.5B on llama-server writes no docstring here"))
     uri = open_document(client, workspace / "inventory.py")  # each test opens what it uses
     action = next(a for a in await list_actions(client, uri, DISCOUNT_LINES) if a.data["kind"] == kind)
+    if kind == "document":
+        # The 1.5B often writes this block back without a docstring, and then reaches for the edit tool to
+        # fix the bug it sees instead. Document keeps only documentation, so it either adds some and keeps
+        # every line of code, or says that no edit came back: never an edit that changes the code.
+        try:
+            resolved = await client.code_action_resolve_async(action)
+        except JsonRpcException as exc:
+            assert "proposed no applicable edit" in str(exc.message), exc.message
+            return
+        assert resolved.edit is not None
+        before = (workspace / "inventory.py").read_text()
+        for text in edited_texts(client, resolved.edit, workspace).values():
+            assert not python_code_changed(before, text)
+        return
     resolved = await client.code_action_resolve_async(action)
     assert resolved.edit is not None
     for change in resolved.edit.document_changes or []:
@@ -196,7 +207,7 @@ async def test_execute_command_applies_its_edit_through_apply_edit(client: Assis
     before = (workspace / "inventory.py").read_text()
     arguments = {
         "uri": uri,
-        "kind": "document",
+        "kind": "refactor",  # an edit comes back (Document here often adds no docstring)
         "version": 1,
         "range": lsp_json.to_json(DISCOUNT_LINES),
     }
@@ -205,7 +216,7 @@ async def test_execute_command_applies_its_edit_through_apply_edit(client: Assis
     )
     assert result["applied"] is True
     assert len(client.applied_edits) == 1
-    assert client.applied_edits[0].label == "Llama: Document"
+    assert client.applied_edits[0].label == "Llama: Refactor"
     assert (workspace / "inventory.py").read_text() == before  # the server never writes files itself
 
 
