@@ -141,7 +141,7 @@ describe('settings', () => {
 
   test('the backend setting says where the key comes from, with an example', () => {
     const backend = manifest.contributes.configuration.properties['llamaLsp.backend'];
-    assert.deepEqual(backend.required, ['url', 'model']);
+    assert.deepEqual(backend.required, ['url']);
     assert.deepEqual(Object.keys(backend.properties).sort(), ['apiKeyEnv', 'model', 'timeout', 'url']);
     assert.match(backend.markdownDescription, /apiKeyEnv/);
     assert.match(backend.markdownDescription, /never a setting/);
