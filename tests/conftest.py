@@ -9,6 +9,7 @@ the same assertions. Every other test runs on the local backend only.
 from __future__ import annotations
 
 import shutil
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -100,6 +101,18 @@ def test_model_path() -> Path:
         return models.resolve(TEST_MODEL)
     except models.ModelError as exc:
         pytest.fail(f"{exc} (make test installs it)", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def built_wheel() -> Path:
+    """The package as users install it: `make dist`'s platform wheel (seconds: it reuses build/native)."""
+    done = subprocess.run(["make", "-s", "dist"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    wheels = sorted((ROOT / "dist").glob("llama_lsp-*.whl"))
+    if done.returncode != 0 or len(wheels) != 1:
+        pytest.fail(
+            f"make dist failed ({done.returncode}), dist/ holds {wheels}:\n{done.stdout}{done.stderr}"
+        )
+    return wheels[0]
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import lsp_server
+from lsp_server.engine import native
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -26,7 +29,10 @@ def test_model_list_shows_the_catalogue():
 def test_version_names_the_package_and_the_native_build():
     result = llama_lsp("--version")
     assert result.returncode == 0
-    assert result.stdout.startswith("llama-lsp ") and "(native " in result.stdout
+    package, native_library = result.stdout.splitlines()
+    assert package == f"llama-lsp {lsp_server.__version__}"
+    assert native_library.startswith("native library ")
+    assert f"ABI {native.ABI_VERSION}; llama.cpp: vendor/llama.cpp of llama-cpp-python==" in native_library
 
 
 def test_model_path_prints_the_installed_file(test_model_path):

@@ -69,7 +69,7 @@ class _VersionAction(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
         from ..engine import native
 
-        print(f"llama-lsp {__version__} (native {native.version()})")
+        print(f"llama-lsp {__version__}\nnative library {native.version()}")
         parser.exit()
 
 

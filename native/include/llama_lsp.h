@@ -63,8 +63,8 @@ typedef int (*llama_lsp_piece_cb)(void * user_data, const char * text, int lengt
    during the callback. */
 typedef void (*llama_lsp_log_cb)(void * user_data, int level, const char * text);
 
-/* The library's version and build ("0.1.0 (llama.cpp source <hash>)"), as a static string owned by
-   the library: do not free it. Thread-safe. */
+/* The library's version and build ("0.1.0 (ABI 4; llama.cpp: <where its source came from>, source <hash>)"),
+   as a static string owned by the library: do not free it. Thread-safe. */
 const char * llama_lsp_version(void);
 
 /* Routes llama.cpp's log and the engine's warnings to the callback, process-wide; NULL silences them.

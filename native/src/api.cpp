@@ -349,7 +349,9 @@ abort_scope::~abort_scope() {
 LLAMA_LSP_API int llama_lsp_abi_version(void) { return LLAMA_LSP_ABI_VERSION; }
 
 LLAMA_LSP_API const char * llama_lsp_version(void) {
-    static const std::string version = std::string(k_version) + " (llama.cpp source " + LLAMA_LSP_SOURCE_ID + ")";
+    static const std::string version = std::string(k_version) + " (ABI " + std::to_string(LLAMA_LSP_ABI_VERSION) +
+                                       "; llama.cpp: " + LLAMA_LSP_LLAMA_CPP_ORIGIN + ", source " +
+                                       LLAMA_LSP_SOURCE_ID + ")";
     return version.c_str();
 }
 
