@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
-import json
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -29,13 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from harness import llama_server
+from harness.eval_tasks import TASKS, Task
 from lsp_server.clients.headless import run_code_action
 from lsp_server.engine import models
 
 from .parts import median, show
 
-ROOT = Path(__file__).resolve().parent.parent
-TASKS = ROOT / "eval" / "tasks"
 DEFAULT_TASKS = ("doc_cron", "fix2_semver")
 THREADS = 1
 DRAFT_MODEL = models.TEST_MODEL  # the 0.5B: the same vocabulary as the default 1.5B
@@ -79,30 +76,23 @@ def ways(draft_model: Path | None) -> list[Way]:
     return found
 
 
-def task_spec(name: str) -> dict[str, Any]:
-    return dict(json.loads((TASKS / name / "task.json").read_text()))
-
-
 def run_task(name: str, model: Path, options: dict[str, Any], workdir: Path, kind: str = "") -> Result:
     """One code action on a fresh copy of the task (its own kind, or `kind`), answered as `options` say."""
-    spec = task_spec(name)
-    kind = kind or spec["kind"]
+    task = Task.load(TASKS / name)
+    kind = kind or task.kind
     project = workdir / f"{name}-{time.monotonic_ns()}"
     project.mkdir(parents=True)
-    for path in (TASKS / name).iterdir():
-        if path.name not in ("task.json", "reference.py") and path.is_file():
-            shutil.copy(path, project / path.name)
-    first, last = spec["range"]
+    task.copy_to(project)
     settings = {"model": str(model), "threads": THREADS, "cacheDir": str(project / ".cache"), **options}
     started = time.perf_counter()
     resolved, stats = asyncio.run(
         run_code_action(
             project,
-            project / spec["file"],
-            (first - 1, last - 1),
+            project / task.file,
+            (task.first_line - 1, task.last_line - 1),
             kind,
             settings,
-            problem=spec.get("problem", "") if kind == "fix" else "",
+            problem=task.problem if kind == "fix" else "",
         )
     )
     seconds = time.perf_counter() - started
@@ -147,7 +137,7 @@ def answer(way: Way, model: Path, tasks: list[str], runs: int, workdir: Path, bi
 
 def run(model: Path, binary: Path, runs: int, task_glob: str | None = None) -> None:
     tasks = sorted(p.name for p in TASKS.iterdir() if fnmatch.fnmatch(p.name, task_glob)) if task_glob else []
-    tasks = [t for t in tasks if task_spec(t)["kind"] in ("fix", "document")] or list(DEFAULT_TASKS)
+    tasks = [t for t in tasks if Task.load(TASKS / t).kind in ("fix", "document")] or list(DEFAULT_TASKS)
     try:
         draft_model: Path | None = models.resolve(DRAFT_MODEL)
     except models.ModelError:

@@ -22,63 +22,27 @@ import asyncio
 import concurrent.futures
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from pygls.exceptions import JsonRpcException
 from pygls.uris import to_fs_path
 
+from harness.eval_tasks import TASKS, Task
 from lsp_server.assistant.edits import unified_diff
 from lsp_server.assistant.rewrite import python_code_changed
 from lsp_server.clients.ask import apply_workspace_edit
 from lsp_server.clients.headless import run_code_action
 from lsp_server.engine import models
 
-TASKS = Path(__file__).resolve().parent / "tasks"
 PYTEST_TIMEOUT_S = 120
 ACTION_TIMEOUT_S = 1800
-
-
-@dataclass
-class Task:
-    name: str
-    directory: Path
-    kind: str  # fix | document | tests
-    file: str
-    first_line: int  # 1-based, inclusive
-    last_line: int
-    problem: str = ""
-    symbol: str = ""
-    mutants: list[dict[str, Any]] = field(default_factory=list)
-
-    @classmethod
-    def load(cls, directory: Path) -> Task:
-        spec = json.loads((directory / "task.json").read_text())
-        first, last = spec["range"]
-        return cls(
-            name=directory.name,
-            directory=directory,
-            kind=spec["kind"],
-            file=spec["file"],
-            first_line=first,
-            last_line=last,
-            problem=spec.get("problem", ""),
-            symbol=spec.get("symbol", ""),
-            mutants=spec.get("mutants", []),
-        )
-
-    def copy_to(self, target: Path) -> None:
-        """The task as a user's project would hold it: the module and its tests, not the answer."""
-        for path in self.directory.iterdir():
-            if path.name not in ("task.json", "reference.py") and path.is_file():
-                shutil.copy(path, target / path.name)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from types import ModuleType
 
 import pytest
 
+from harness.eval_tasks import TASKS, Task
 from lsp_server.assistant.rewrite import python_code_changed
 
 
@@ -27,7 +28,7 @@ def _load_runner() -> ModuleType:
 
 
 runner = _load_runner()
-TASKS, Task, find_symbol = runner.TASKS, runner.Task, runner.find_symbol
+find_symbol = runner.find_symbol
 run_pytest = runner.pytest
 
 ALL_TASKS = sorted(d for d in TASKS.iterdir() if (d / "task.json").is_file())

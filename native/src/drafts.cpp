@@ -17,8 +17,6 @@
 
 #include "engine.h"
 
-#include "speculative.h"
-
 #include <algorithm>
 
 namespace llama_lsp {
