@@ -127,6 +127,8 @@ async def test_a_server_started_with_only_a_file_answers_when_the_setting_names_
         async with language_server(workspace, server.backend()) as client:
             assert last_status(client) == {"state": protocol.READY, "message": f"{shown} ready"}
             assert (await client.request(protocol.STATS, {}))["model"] == shown
+            answer = await chat(client, {"message": "Say hi."})
+            assert answer["content"] and answer["stats"]["nGenerated"] > 0
         engine = RemoteEngine(RemoteConfig(server.url))
         try:
             info = await engine.ready()

@@ -40,3 +40,16 @@ end, { desc = "Apply the edit llama-lsp's last answer proposed" })
 vim.api.nvim_create_user_command("LlamaCheckOutput", function()
   require("llama_lsp.verification").show_output()
 end, { desc = "Show what llama-lsp's last edit check printed" })
+
+vim.api.nvim_create_user_command("LlamaInstall", function(opts)
+  require("llama_lsp.install").install({
+    wheel = opts.args ~= "" and opts.args or nil,
+    -- Headless (lazy.nvim's build step) waits anyway.
+    wait = opts.bang or nil,
+  })
+end, {
+  nargs = "?",
+  bang = true,
+  complete = "file",
+  desc = "Install the llama-lsp server into Neovim's data directory (!: wait for it)",
+})

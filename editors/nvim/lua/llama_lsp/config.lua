@@ -84,7 +84,10 @@ local M = {}
 ---                                  at the next line break (default 1000)
 
 ---@class llama_lsp.Options
----@field cmd string[]                  how to start the server
+---@field cmd? string[]|function       how to start the server; nil: `llama-lsp` on PATH, else the server
+---                                    that :LlamaInstall installed (llama_lsp.server)
+---@field python? string               the Python that :LlamaInstall makes the server's virtualenv with
+---                                    (3.10+ with venv); nil: `python3`, then `python`, on PATH
 ---@field init_options llama_lsp.ServerSettings  sent as initializationOptions and as the `llamaLsp` settings
 ---@field filetypes string[]|nil        filetypes to attach to; nil attaches every buffer backed by a file
 ---@field root_markers string[]         files that mark a workspace root (one server per root)
@@ -94,7 +97,8 @@ local M = {}
 
 ---@type llama_lsp.Options
 M.defaults = {
-  cmd = { "llama-lsp", "--stdio" },
+  cmd = nil,
+  python = nil,
   init_options = {},
   filetypes = nil,
   root_markers = { ".git", "pyproject.toml", "package.json", "Cargo.toml", "go.mod", "Makefile" },
@@ -111,7 +115,8 @@ function M.setup(opts)
   opts = opts or {}
   -- The table form of vim.validate works on 0.10 as well as 0.11.
   vim.validate({
-    ["opts.cmd"] = { opts.cmd, "table", true },
+    ["opts.cmd"] = { opts.cmd, { "table", "function" }, true },
+    ["opts.python"] = { opts.python, "string", true },
     ["opts.init_options"] = { opts.init_options, "table", true },
     ["opts.filetypes"] = { opts.filetypes, "table", true },
     ["opts.root_markers"] = { opts.root_markers, "table", true },
@@ -159,12 +164,13 @@ function M.server_settings()
   return settings
 end
 
----The server command without its serving flags, for `--version` and `model path`.
+---A server command without its serving flags, for `--version` and `model path`.
+---@param cmd string[]  the command that starts the server (llama_lsp.server.locate())
 ---@return string[]
-function M.base_command()
+function M.base_command(cmd)
   return vim.tbl_filter(function(arg)
     return arg ~= "--stdio" and arg ~= "serve"
-  end, M.options.cmd)
+  end, cmd)
 end
 
 return M

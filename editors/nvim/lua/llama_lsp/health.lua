@@ -1,17 +1,19 @@
----`:checkhealth llama_lsp`: is the server found, does it start, is the model there and loaded, is
----inline completion on and offered.
+---`:checkhealth llama_lsp`: which server is found and where (the setting, PATH, :LlamaInstall), does it
+---start and which version, is the model there and loaded, is inline completion on and offered.
 local config = require("llama_lsp.config")
 local protocol = require("llama_lsp.protocol")
+local server = require("llama_lsp.server")
 
 local M = {}
 
 local health = vim.health
 
----Run the server command with extra arguments; returns its exit code and output.
+---Run the server's command with extra arguments; returns its exit code and output.
+---@param cmd string[]  the command that starts the server
 ---@param args string[]
 ---@return integer, string
-local function run(args)
-  local command = vim.list_extend(config.base_command(), args)
+local function run(cmd, args)
+  local command = vim.list_extend(config.base_command(cmd), args)
   local ok, result = pcall(function()
     return vim.system(command, { text = true }):wait(60000)
   end)
@@ -31,27 +33,55 @@ local function check_neovim()
   end
 end
 
----@return boolean found
+---Which server, where from (the setting, PATH, :LlamaInstall) and its version.
+---@return string[]? cmd  the server's command, when it starts
 local function check_server()
-  local executable = config.options.cmd[1]
+  local found = server.locate()
+  if not found then
+    health.error(server.NOT_FOUND, {
+      "Run :LlamaInstall: it installs the server into " .. server.root(),
+      "Or install llama-lsp on PATH (see its README), or set `cmd` in require('llama_lsp').setup()",
+    })
+    return nil
+  end
+  if type(found.cmd) ~= "table" then
+    health.info("server: a Lua function (" .. server.SOURCES.setting .. ")")
+    return nil
+  end
+  local executable = found.cmd[1]
   if vim.fn.executable(executable) == 0 then
     health.error(
-      string.format("server command not found: %q", executable),
-      { "Install llama-lsp (see its README), or set `cmd` in require('llama_lsp').setup()" }
+      string.format("server command not found: %q (%s)", executable, server.SOURCES[found.source]),
+      { "Fix `cmd` in require('llama_lsp').setup(), or leave it out and run :LlamaInstall" }
     )
-    return false
+    return nil
   end
-  health.ok(string.format("server command: %s", vim.fn.exepath(executable)))
-  local code, output = run({ "--version" })
+  health.ok(string.format("server: %s (%s)", vim.fn.exepath(executable), server.SOURCES[found.source]))
+  local installed = server.installed()[1]
+  if installed and found.source ~= "installed" then
+    health.info(
+      string.format("also installed by :LlamaInstall, not used: llama-lsp %s in %s", installed.version, installed.dir)
+    )
+  end
+  local code, output = run(found.cmd, { "--version" })
   if code ~= 0 then
-    health.error("the server does not start: " .. output, { "Run `llama-lsp --version` in a shell to see why" })
-    return false
+    health.error("the server does not start: " .. output, {
+      string.format("Run `%s --version` in a shell to see why", vim.fn.exepath(executable)),
+      found.source == "installed" and "Run :LlamaInstall again" or nil,
+    })
+    return nil
   end
-  health.ok("server starts: " .. output)
-  return true
+  -- "llama-lsp VERSION", then the native library's line.
+  local lines = vim.split(output, "\n", { plain = true })
+  health.ok("server starts: " .. lines[1])
+  if lines[2] then
+    health.ok(table.concat(vim.list_slice(lines, 2), " "))
+  end
+  return found.cmd
 end
 
-local function check_model()
+---@param cmd string[]
+local function check_model(cmd)
   local backend = config.options.init_options.backend
   if type(backend) == "table" then -- nothing to install here: the remote server has the model
     local model = backend.model or "the model it serves"
@@ -59,7 +89,7 @@ local function check_model()
     return
   end
   local model = config.options.init_options.model
-  local code, output = run(model and { "model", "path", model } or { "model", "path" })
+  local code, output = run(cmd, model and { "model", "path", model } or { "model", "path" })
   if code == 0 then
     health.ok("model installed: " .. output)
   else
@@ -124,8 +154,9 @@ end
 function M.check()
   health.start("llama-lsp")
   check_neovim()
-  if check_server() then
-    check_model()
+  local cmd = check_server()
+  if cmd then
+    check_model(cmd)
   end
   check_verify()
   check_completion()

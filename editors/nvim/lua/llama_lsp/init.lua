@@ -4,6 +4,7 @@
 local compat = require("llama_lsp.compat")
 local config = require("llama_lsp.config")
 local protocol = require("llama_lsp.protocol")
+local server = require("llama_lsp.server")
 
 local M = {}
 
@@ -70,11 +71,16 @@ function M.attach(bufnr)
     return nil
   end
   local opts = config.options
+  local found = server.locate()
+  if not found then
+    server.warn_missing()
+    return nil
+  end
   local root = vim.fs.root(bufnr, opts.root_markers) or vim.fs.dirname(name)
   local settings = config.server_settings()
   return vim.lsp.start({
     name = protocol.CLIENT_NAME,
-    cmd = opts.cmd,
+    cmd = found.cmd,
     root_dir = root,
     init_options = settings,
     -- The server pulls its `llamaLsp` section with workspace/configuration.
@@ -128,6 +134,34 @@ local function push_settings()
   require("llama_lsp.completion").refresh()
 end
 
+local did_setup = false
+
+---Attach the loaded buffers that setup() serves: the buffers opened before setup() ran, or (`unserved`)
+---those that no server serves yet, after `:LlamaInstall` installed one.
+---@param unserved? boolean
+function M.attach_all(unserved)
+  if not did_setup then
+    return
+  end
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if
+      vim.api.nvim_buf_is_loaded(bufnr)
+      and vim.bo[bufnr].filetype ~= ""
+      and filetype_matches(bufnr)
+      and not (unserved and M.client_for(bufnr))
+    then
+      M.attach(bufnr)
+    end
+  end
+end
+
+---Install the server into stdpath("data") (`:LlamaInstall`); see llama_lsp.install.
+---@param opts? llama_lsp.InstallOptions
+---@return boolean? ok, (llama_lsp.InstalledServer|string)? result
+function M.install(opts)
+  return require("llama_lsp.install").install(opts)
+end
+
 ---Start serving; calling it again applies new options, and running servers take the new `init_options`
 ---(a setting left out keeps its value there, except `verifyCommand`, which is then turned off).
 ---@param opts? llama_lsp.Options
@@ -142,12 +176,9 @@ function M.setup(opts)
       M.attach(args.buf)
     end,
   })
+  did_setup = true
   -- Buffers opened before setup() ran.
-  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(bufnr) and vim.bo[bufnr].filetype ~= "" and filetype_matches(bufnr) then
-      M.attach(bufnr)
-    end
-  end
+  M.attach_all()
   -- The "Explain" code action answers with this client-side command: show it in the chat.
   vim.lsp.commands[protocol.COMMAND_SHOW_ANSWER] = function(command, ctx)
     require("llama_lsp.chat").show_answer(command.arguments[1], ctx.client_id)
