@@ -18,7 +18,7 @@ SETUP_STAMP := $(VENV)/.setup-done
 VSCODE := editors/vscode
 VSIX := $(VSCODE)/llama-lsp.vsix
 VSCODE_MODULES := $(VSCODE)/node_modules/.package-lock.json
-VSCODE_SOURCES := $(VSCODE)/package.json $(VSCODE)/tsconfig.json $(wildcard $(VSCODE)/src/*.ts $(VSCODE)/src/*/*.ts $(VSCODE)/media/*)
+VSCODE_SOURCES := $(VSCODE)/package.json $(VSCODE)/.vscodeignore $(VSCODE)/tsconfig.json $(wildcard $(VSCODE)/src/*.ts $(VSCODE)/src/*/*.ts $(VSCODE)/media/*)
 LLAMA_SERVER := build/native/bin/llama-server
 # The wheel: pure Python plus the shim built in build/native (llama.cpp linked in statically), for this
 # platform and any Python 3.10+ (pyproject.toml, wheel.py-api).
@@ -89,7 +89,7 @@ test-vscode: setup test-models $(LLAMA_SERVER) $(VSIX) ## VS Code: typecheck, un
 	cd $(VSCODE) && timeout 300 npm run check && timeout 300 npm test
 	cd $(VSCODE) && LLAMA_LSP_SERVER=$(abspath $(BIN))/llama-lsp timeout 600 npm run test:protocol
 	timeout 1200 bash $(VSCODE)/e2e/install.sh
-	timeout 900 node $(VSCODE)/e2e/run.mjs  # the vsix above, .venv's server, the default model
+	timeout 1200 node $(VSCODE)/e2e/run.mjs  # two scenarios: the extension installs its bundled server, then the vsix with .venv's server
 
 # llama.cpp's own server, the remote backend of the tests and the baseline of `make bench`: built in the
 # shim's build tree (native/CMakeLists.txt) from the same pinned source and objects, so it costs only its

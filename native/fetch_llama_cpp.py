@@ -40,7 +40,8 @@ def pip_command() -> list[str]:
 
 
 def main() -> None:
-    if sys.argv[1:] == ["--origin"]:  # for `llama-lsp --version`: llama.cpp's source has no version of its own
+    # For `llama-lsp --version`: llama.cpp's source has no version of its own.
+    if sys.argv[1:] == ["--origin"]:
         print(f"vendor/llama.cpp of {SDIST}")
         return
     root = cache_dir()

@@ -1,17 +1,22 @@
 #!/usr/bin/env node
 // End-to-end test of the llama-lsp VS Code extension in real VS Code.
 //
-// Owns one run: a throwaway workspace, user-data and extensions directory; code-server (VS Code
+// Owns one run: per scenario a throwaway workspace, user-data and extensions directory; code-server (VS Code
 // 1.139 in a browser) with the packaged extension installed; headless Chromium driven by
 // playwright-core; the steps in main(), with a screenshot after each one in editors/vscode/test-results/.
 // Everything it starts is killed at exit, on failure, on SIGINT/SIGTERM/SIGHUP and on the overall timeout.
 //
 //   bash editors/vscode/e2e/install.sh && node editors/vscode/e2e/run.mjs
 //
+// Two scenarios, each with its own fresh profile (user-data and extensions directory) and code-server:
+// `install` (no server anywhere: the extension installs the one it carries, then chat answers) and
+// `main` (the checkout's server: chat, remote backend, code actions, inline completion).
+//
 // Options: --no-extension  check the infrastructure only (code-server, browser, open a file)
+//          --only=NAME     run one scenario: install or main
 //          --keep          keep the temporary directory (always kept after a failure)
 // Environment: LLAMA_LSP_E2E_VSIX, LLAMA_LSP_E2E_SERVER, LLAMA_LSP_E2E_MODEL, LLAMA_LSP_E2E_LLAMA_SERVER,
-//              LLAMA_LSP_E2E_TIMEOUT_S (overall, default 600), XDG_CACHE_HOME (where install.sh put things).
+//              LLAMA_LSP_E2E_TIMEOUT_S (overall, default 1020; 600 with --only=main), XDG_CACHE_HOME (where install.sh put things).
 
 import { spawn, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
@@ -32,10 +37,12 @@ const config = JSON.parse(fs.readFileSync(path.join(here, "package.json"), "utf8
 const args = new Set(process.argv.slice(2));
 const withExtension = !args.has("--no-extension");
 const keepTemp = args.has("--keep");
+const only = [...args].find((a) => a.startsWith("--only="))?.slice("--only=".length);
+const scenarios = only ? [only] : ["install", "main"];
 const vsixPath = path.resolve(process.env.LLAMA_LSP_E2E_VSIX || path.join(extensionDir, "llama-lsp.vsix"));
 const serverCommand = path.resolve(process.env.LLAMA_LSP_E2E_SERVER || path.join(repoRoot, ".venv/bin/llama-lsp"));
 const model = process.env.LLAMA_LSP_E2E_MODEL || "qwen2.5-coder-1.5b";
-const overallTimeoutS = Number(process.env.LLAMA_LSP_E2E_TIMEOUT_S || 600);
+const overallTimeoutS = Number(process.env.LLAMA_LSP_E2E_TIMEOUT_S || (scenarios.includes("install") ? 1020 : 600));
 const example = path.join(repoRoot, "examples/inventory.py");
 const fileName = "inventory.py";
 const functionName = "apply_discount";
@@ -72,11 +79,21 @@ function preflight() {
     throw new Failure(`playwright-core is not installed in ${here}/node_modules; ${install}`);
   }
   check(fs.existsSync(example), `the example file ${example} is missing`);
+  check(scenarios.every((s) => ["install", "main"].includes(s)), `--only: unknown scenario ${only} (install or main)`);
   if (withExtension) {
-    check(fs.existsSync(vsixPath), `${vsixPath} is missing; build it: cd editors/vscode && npm ci && npm run package`);
+    check(fs.existsSync(vsixPath), `${vsixPath} is missing; build it: make vsix`);
+    if (scenarios.includes("install")) {
+      check(bundledWheelVersion() !== null, `${vsixPath} carries no server wheel (extension/server/*.whl); build it with: make vsix`);
+    }
     check(fs.existsSync(serverCommand), `the server ${serverCommand} is missing; run: make setup`);
     check(fs.existsSync(llamaServerBinary), `${llamaServerBinary} is missing; run: make llama-server`);
   }
+}
+
+// The version of the server wheel the vsix carries (extension/server/llama_lsp-<version>-*.whl), or null.
+function bundledWheelVersion() {
+  const listing = spawnSync("unzip", ["-Z1", vsixPath], { encoding: "utf8" }).stdout || "";
+  return (/^extension\/server\/llama_lsp-([^-]+)-.*\.whl$/m.exec(listing) || [])[1] || null;
 }
 
 // ---------------------------------------------------------------- processes
@@ -173,6 +190,17 @@ async function stopLlamaServer() {
   if (child.exitCode === null && child.signalCode === null) console.error(`e2e: llama-server ${child.pid} is still alive`);
 }
 
+// Ends a scenario: the browser and code-server go (the directories stay until cleanup).
+async function closeSession() {
+  if (state.context) {
+    const ctx = state.context;
+    state.context = null;
+    state.page = null;
+    await Promise.race([ctx.close().catch(() => {}), sleep(10_000)]);
+  }
+  await stopCodeServer();
+}
+
 async function cleanup() {
   if (state.cleaning) return state.cleaning;
   state.cleaning = (async () => {
@@ -196,9 +224,11 @@ async function cleanup() {
 
 // ---------------------------------------------------------------- setup
 
-function makeDirs() {
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "llama-lsp-e2e-"));
-  state.tmp = tmp;
+// A scenario's directories under the run's temporary directory; `serverCommand: false` leaves the
+// setting out (the install scenario: the extension must find no server).
+function makeDirs(scenario, { withServerCommand = true } = {}) {
+  state.tmp ??= fs.mkdtempSync(path.join(os.tmpdir(), "llama-lsp-e2e-"));
+  const tmp = path.join(state.tmp, scenario);
   const dirs = {
     tmp,
     workspace: path.join(tmp, "workspace"),
@@ -221,8 +251,7 @@ function makeDirs() {
   // cacheDir is a server setting the extension does not declare; the server reads it from the
   // llamaLsp section. A fresh one keeps slot state saved by earlier runs out of this one.
   dirs.llama = {
-    "llamaLsp.serverCommand": serverCommand,
-    "llamaLsp.model": model,
+    ...(withServerCommand ? { "llamaLsp.serverCommand": serverCommand, "llamaLsp.model": model } : {}),
     "llamaLsp.cacheDir": path.join(tmp, "llama-lsp-cache"),
   };
   writeSettings(dirs);
@@ -267,11 +296,12 @@ function writeSettings(dirs, llama = {}) {
   fs.writeFileSync(path.join(dirs.userData, "Machine/settings.json"), JSON.stringify(llamaSettings, null, 2));
 }
 
-async function startCodeServer(dirs) {
+// `extraEnv` goes over the environment code-server (and so the extension and the server) runs with.
+async function startCodeServer(dirs, extraEnv = {}) {
   const port = await freePort();
   fs.writeFileSync(dirs.config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
   // code-server writes its own logs under XDG_DATA_HOME: keep them in the run's directory.
-  const env = { ...process.env, XDG_DATA_HOME: dirs.xdg, XDG_CONFIG_HOME: dirs.xdg };
+  const env = { ...process.env, XDG_DATA_HOME: dirs.xdg, XDG_CONFIG_HOME: dirs.xdg, ...extraEnv };
   if (withExtension) {
     log(`installing ${path.relative(repoRoot, vsixPath)}`);
     run(node24, [...codeServerArgs(dirs), "--install-extension", vsixPath, "--force"], { env });
@@ -452,11 +482,11 @@ async function askAboutFunction(shotName) {
   check(lengths.length >= 2, `the answer did not stream: text lengths seen before done: [${lengths.join(", ")}]`);
 }
 
-async function chat(page) {
+async function chat(page, shotName = "chat-streaming") {
   const tab = page.locator(".activitybar").getByRole("tab", { name: /^Llama/ });
   await tab.click({ timeout: 30_000 });
   state.chat = await chatFrame(page);
-  await askAboutFunction("chat-streaming");
+  await askAboutFunction(shotName);
   const status = await waitForStatus(page, /% cached|ready/, 30_000, 'the status bar to show "% cached" or "ready" after the answer');
   log(`status bar after chat: "${status}"`);
 }
@@ -678,6 +708,84 @@ async function inlineCompletion(page, dirs) {
   log(`status bar tooltip: "${tooltip}"`);
 }
 
+// ---------------------------------------------------------------- install scenario
+
+// PATH without any directory that holds a llama-lsp: the extension must find no server.
+function pathWithoutServer() {
+  const dirs = (process.env.PATH || "").split(":").filter((d) => d && !fs.existsSync(path.join(d, "llama-lsp")));
+  return dirs.join(":");
+}
+
+// The notification toast whose text matches `re`, with its buttons' labels; null when none is shown.
+async function toast(page, re) {
+  return page.evaluate((source) => {
+    const re = new RegExp(source);
+    const toasts = [...document.querySelectorAll(".notifications-toasts .notification-toast")];
+    const message = (t) => (t.querySelector(".notification-list-item-message") || t).textContent.trim().replace(/\s+/g, " ");
+    const t = toasts.find((e) => re.test(message(e)));
+    if (!t) return null;
+    const buttons = [...t.querySelectorAll(".monaco-button")].map((b) => b.textContent.trim());
+    return { text: message(t), buttons };
+  }, re.source);
+}
+
+// A clean profile, no llama-lsp on PATH, no llamaLsp.serverCommand, a workspace without .venv: the
+// extension offers to install the server it carries; after "Install llama-lsp server" (pip fetches the
+// wheel's dependencies from the index) the server starts on the default model and chat answers.
+async function installScenario() {
+  const dirs = makeDirs("install", { withServerCommand: false });
+  state.dirs = dirs;
+  const version = bundledWheelVersion();
+  const installRoot = path.join(dirs.userData, "User/globalStorage/llama-lsp.llama-lsp/server");
+  const PATH = pathWithoutServer();
+  check(!PATH.split(":").some((d) => fs.existsSync(path.join(d, "llama-lsp"))), "llama-lsp is still on PATH");
+  const base = await startCodeServer(dirs, { PATH });
+  const page = await openBrowser(dirs, `${base}/?folder=${encodeURIComponent(dirs.workspace)}`);
+
+  await step("install-offered", async () => {
+    await openFile(page); // a Python file activates the extension
+    const offer = await until('the notification offering "Install llama-lsp server"', 90_000, () =>
+      toast(page, /Could not find the llama-lsp server/),
+    );
+    log(`notification: "${offer.text}" [${offer.buttons.join(" | ")}]`);
+    check(offer.buttons.includes("Install llama-lsp server"), `no "Install llama-lsp server" button: [${offer.buttons.join(" | ")}]`);
+    check(!fs.existsSync(installRoot), `${installRoot} exists before the install`);
+  });
+
+  await step("install-server", async () => {
+    const t0 = Date.now();
+    await page.locator(".notifications-toasts .notification-toast .monaco-button", { hasText: "Install llama-lsp server" }).click({ timeout: 10_000 });
+    let progressShot = false;
+    const progress = [];
+    const statuses = new Set(); // the status bar's texts while the progress showed
+    // Installing: a progress notification with the step and pip's last line, then "... installed".
+    const done = await until(`the server ${version} to be installed`, 480_000, async () => {
+      const failed = await toast(page, /installing the llama-lsp server/);
+      if (failed) throw new Failure(`the install failed: "${failed.text}"`);
+      const running = await toast(page, /installing llama-lsp/);
+      if (running && progress[progress.length - 1] !== running.text) progress.push(running.text);
+      if (running) statuses.add(await statusText(page));
+      if (running && !progressShot && /with pip/.test(running.text)) progressShot = Boolean(await screenshot("install-progress"));
+      return toast(page, new RegExp(`llama-lsp server ${version.replace(/\./g, "\\.")} installed`));
+    }, 250);
+    log(`installed in ${((Date.now() - t0) / 1000).toFixed(1)}s: "${done.text}"; progress seen:\n  ${progress.slice(-8).join("\n  ")}`);
+    check(progress.length > 0, "no progress notification was seen while installing");
+    log(`status bar while installing: ${[...statuses].map((t) => JSON.stringify(t)).join(", ")}`);
+    check(![...statuses].some((t) => /error/i.test(t || "")), `the status bar showed an error while installing: ${[...statuses].join(", ")}`);
+    check(
+      JSON.stringify(fs.readdirSync(installRoot)) === JSON.stringify([version]),
+      `${installRoot} holds ${fs.readdirSync(installRoot).join(", ")}, expected only ${version}`,
+    );
+    const executable = path.join(installRoot, version, "bin/llama-lsp");
+    const printed = run(executable, ["--version"]).split("\n")[0];
+    check(printed === `llama-lsp ${version}`, `${executable} --version says "${printed}"`);
+    const status = await waitForStatus(page, /^Llama: ready/, 240_000, 'the status bar to show "Llama: ready" on the installed server');
+    log(`status bar: "${status}"`);
+  });
+
+  await step("install-chat", () => chat(page, "install-chat-streaming"));
+}
+
 // ---------------------------------------------------------------- failure report
 
 // The last `lines` lines of a file, leaving out streamed-token notifications (one per token).
@@ -742,7 +850,16 @@ async function main() {
   preflight();
   lockResults();
   for (const f of fs.readdirSync(resultsDir)) if (/^\d\d-.*\.png$/.test(f)) fs.rmSync(path.join(resultsDir, f));
-  const dirs = makeDirs();
+  if (!withExtension) return mainScenario();
+  for (const scenario of scenarios) {
+    log(`scenario ${scenario}`);
+    await (scenario === "install" ? installScenario() : mainScenario());
+    await closeSession();
+  }
+}
+
+async function mainScenario() {
+  const dirs = makeDirs("main");
   state.dirs = dirs;
   const base = await startCodeServer(dirs);
   const page = await openBrowser(dirs, `${base}/?folder=${encodeURIComponent(dirs.workspace)}`);

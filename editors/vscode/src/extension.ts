@@ -1,13 +1,15 @@
 /** Entry point: creates the parts, wires their events together, registers the commands. */
 
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ChatController, errorMessage } from './chat/controller';
 import { EditorHost, editorContext } from './chat/host';
 import { CHAT_VIEW_ID, ChatViewProvider } from './chat/view';
 import { ACTION_COMMANDS, runAction } from './codeActions';
-import { Notifier } from './notifications';
+import { COMMAND_INSTALL_SERVER, Notifier } from './notifications';
 import { COMMAND_SHOW_ANSWER, SECTION, type ShowAnswerArgs } from './protocol';
 import { LlamaServer } from './server';
+import { bundledWheel, ServerInstaller } from './serverInstall';
 import { statsSummary } from './status';
 import { StatusBar } from './statusBar';
 import { resolvedActionNotice } from './verification';
@@ -17,8 +19,18 @@ let server: LlamaServer | undefined;
 export function activate(context: vscode.ExtensionContext): void {
   const output = vscode.window.createOutputChannel('Llama LSP', { log: true });
   const traceOutput = vscode.window.createOutputChannel('Llama LSP Trace', { log: true });
-  const llama = new LlamaServer(context.extensionPath, output, traceOutput);
+  const installRoot = path.join(context.globalStorageUri.fsPath, 'server');
+  const llama = new LlamaServer(
+    {
+      extensionPath: context.extensionPath,
+      installRoot,
+      canInstall: () => bundledWheel(context.extensionPath) !== undefined,
+    },
+    output,
+    traceOutput,
+  );
   server = llama;
+  const installer = new ServerInstaller(context.extensionPath, installRoot, llama, output);
   const notifier = new Notifier(llama, output);
   const statusBar = new StatusBar('llamaLsp.showStats');
   statusBar.show(llama.status);
@@ -41,7 +53,7 @@ export function activate(context: vscode.ExtensionContext): void {
     llama.onDidChangeStatus((status) => {
       statusBar.show(status);
       if (status.phase === 'error' && status.message !== undefined && !status.reported) {
-        notifier.serverError(status.message, status.installModel);
+        notifier.serverError(status.message, status.installModel, status.installServer);
       } else if (status.phase === 'ready' || status.phase === 'starting') {
         notifier.forgetServerError();
       }
@@ -68,13 +80,14 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand('llamaLsp.newConversation', () => controller.newConversation()),
     vscode.commands.registerCommand('llamaLsp.stop', () => controller.stop()),
     vscode.commands.registerCommand('llamaLsp.restartServer', () => llama.restart()),
+    vscode.commands.registerCommand(COMMAND_INSTALL_SERVER, () => installer.install()),
     vscode.commands.registerCommand('llamaLsp.showStats', () => showStats(llama, output)),
     vscode.commands.registerCommand(COMMAND_SHOW_ANSWER, async (answer: ShowAnswerArgs) => {
       controller.showAnswer(answer);
       await view.reveal(false);
     }),
   );
-  void llama.start();
+  void llama.start().then(() => installer.offerUpdate());
 }
 
 export async function deactivate(): Promise<void> {

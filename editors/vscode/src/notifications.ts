@@ -1,6 +1,7 @@
 /**
  * Errors as notifications with the action that fixes them: "Install model" (runs the installer in a
- * terminal, then restarts the server), "Open settings", "Show log". Also the outcome of a code action
+ * terminal, then restarts the server), "Install llama-lsp server" (serverInstall.ts), "Open settings",
+ * "Show log". Also the outcome of a code action
  * and its check (verification.ts decides what to say, and whether it is a warning).
  */
 
@@ -11,6 +12,8 @@ import type { ServerStatus } from './status';
 import type { Notice } from './verification';
 
 const INSTALL = 'Install model';
+const INSTALL_SERVER = 'Install llama-lsp server';
+export const COMMAND_INSTALL_SERVER = 'llamaLsp.installServer';
 const SETTINGS = 'Open settings';
 const LOG = 'Show log';
 const OUTPUT = 'Show output';
@@ -43,11 +46,15 @@ export class Notifier {
     private readonly output: vscode.LogOutputChannel,
   ) {}
 
-  /** A server error, once per distinct message until the server starts or is ready again. */
-  serverError(message: string, installModel?: string): void {
+  /**
+   * A server error, once per distinct message until the server starts or is ready again. With
+   * `installServer` (no server found, one to install) it offers the install instead.
+   */
+  serverError(message: string, installModel?: string, installServer = false): void {
     if (message === this.lastShown) return;
     this.lastShown = message;
-    void this.show(message, installModel ?? installHint(message));
+    if (installServer) void this.offerServerInstall(message);
+    else void this.show(message, installModel ?? installHint(message));
   }
 
   forgetServerError(): void {
@@ -75,6 +82,12 @@ export class Notifier {
     void vscode.window.showWarningMessage(notice.text, ...actions).then((choice) => {
       if (choice === OUTPUT) this.output.show(true);
     });
+  }
+
+  private async offerServerInstall(message: string): Promise<void> {
+    const choice = await vscode.window.showErrorMessage(`Llama: ${message}`, INSTALL_SERVER, SETTINGS);
+    if (choice === INSTALL_SERVER) void vscode.commands.executeCommand(COMMAND_INSTALL_SERVER);
+    else if (choice === SETTINGS) void vscode.commands.executeCommand('workbench.action.openSettings', 'llamaLsp');
   }
 
   private async show(message: string, model: string | undefined): Promise<void> {

@@ -37,7 +37,7 @@ import {
   type WorkspaceEdit,
 } from './protocol';
 import { repeatsStatusError } from './notifications';
-import { isExecutable, resolveServerCommand, type ServerCommand } from './serverCommand';
+import { isExecutable, isFile, listDirectory, resolveServerCommand, type ServerCommand } from './serverCommand';
 import { inlineCompletionMiddleware } from './inlineCompletion';
 import { completionEnabled, configurationForServer, initializationOptions, readSettings } from './settings';
 import { applyLoadProgress, applyStatusNotification, initialStatus, type ServerStatus } from './status';
@@ -45,7 +45,19 @@ import { isVerification } from './verification';
 
 export const NOT_FOUND =
   'Could not find the llama-lsp server: install the llama-lsp Python package (in its checkout: make setup) or set llamaLsp.serverCommand.';
-const NOT_FOUND_RESTRICTED = `${NOT_FOUND} (In Restricted Mode, the workspace's .venv and its llamaLsp.serverCommand are not used.)`;
+/** When the extension carries a wheel to install (serverInstall.ts). */
+export const NOT_FOUND_INSTALLABLE =
+  'Could not find the llama-lsp server: install it (Llama: Install Server), or set llamaLsp.serverCommand.';
+const RESTRICTED = "(In Restricted Mode, the workspace's .venv and its llamaLsp.serverCommand are not used.)";
+
+/** Where the server is looked for besides the settings, PATH and .venv directories. */
+export interface ServerPlaces {
+  extensionPath: string;
+  /** Where the extension installs servers (serverInstall.ts): `<global storage>/server`. */
+  installRoot: string;
+  /** Whether the extension carries a server to install: then "not found" offers the install. */
+  canInstall(): boolean;
+}
 
 /** A lightbulb code action the client resolved, with how the server checked its edit. */
 export interface ResolvedCheck {
@@ -62,6 +74,7 @@ export class LlamaServer implements vscode.Disposable {
   private starting: Promise<void> | undefined;
   private requestCounter = 0;
   private current: ServerStatus = initialStatus;
+  private beforeInstall: ServerStatus | undefined;
   private readonly statusChanged = new vscode.EventEmitter<ServerStatus>();
   readonly onDidChangeStatus = this.statusChanged.event;
   private readonly checkResolved = new vscode.EventEmitter<ResolvedCheck>();
@@ -71,7 +84,7 @@ export class LlamaServer implements vscode.Disposable {
   command: ServerCommand | undefined;
 
   constructor(
-    private readonly extensionPath: string,
+    private readonly places: ServerPlaces,
     private readonly output: vscode.LogOutputChannel,
     private readonly traceOutput: vscode.LogOutputChannel,
   ) {}
@@ -81,6 +94,7 @@ export class LlamaServer implements vscode.Disposable {
   }
 
   start(): Promise<void> {
+    this.beforeInstall = undefined;
     this.starting ??= this.startClient().finally(() => (this.starting = undefined));
     return this.starting;
   }
@@ -97,6 +111,21 @@ export class LlamaServer implements vscode.Disposable {
       }
     }
     this.setStatus({ phase: 'stopped', ...this.carried() });
+  }
+
+  /**
+   * While the extension installs a server (serverInstall.ts) in place of none, the status says so
+   * instead of "error"; after a failed install the status before it comes back, already reported
+   * (a start after a successful one replaces it).
+   */
+  noteInstalling(installing: boolean): void {
+    if (installing) {
+      this.beforeInstall = this.current;
+      this.setStatus({ phase: 'starting', message: 'Installing the llama-lsp server', ...this.carried() });
+    } else if (this.beforeInstall !== undefined) {
+      this.setStatus({ ...this.beforeInstall, ...this.carried(), reported: true });
+      this.beforeInstall = undefined;
+    }
   }
 
   async restart(): Promise<void> {
@@ -222,10 +251,13 @@ export class LlamaServer implements vscode.Disposable {
       pathVariable: process.env.PATH ?? '',
       workspaceFolders: folders,
       workspaceTrusted: vscode.workspace.isTrusted,
-      extensionPath: this.extensionPath,
+      extensionPath: this.places.extensionPath,
       homeDir: os.homedir(),
       platform: process.platform,
+      installRoot: this.places.installRoot,
       isExecutable,
+      isFile,
+      listDirectory,
     });
     return { command, folders };
   }
@@ -242,12 +274,14 @@ export class LlamaServer implements vscode.Disposable {
     const { command, folders } = this.resolveCommand();
     this.command = command;
     if (command === undefined) {
-      const message = vscode.workspace.isTrusted ? NOT_FOUND : NOT_FOUND_RESTRICTED;
+      const installServer = this.places.canInstall();
+      const found = installServer ? NOT_FOUND_INSTALLABLE : NOT_FOUND;
+      const message = vscode.workspace.isTrusted ? found : `${found} ${RESTRICTED}`;
       this.output.error(message);
-      this.setStatus({ phase: 'error', message, ...this.carried() });
+      this.setStatus({ phase: 'error', message, installServer, ...this.carried() });
       return;
     }
-    this.output.info(`starting ${[command.command, ...command.args].join(' ')} --stdio (from ${command.source})`);
+    this.output.info(`starting ${[command.command, ...command.args].join(' ')} --stdio (from ${command.source}${command.version ? ` ${command.version}` : ''})`);
     this.setStatus({ phase: 'starting', ...this.carried() });
 
     // TransportKind.stdio makes the client append `--stdio`, which the server accepts.

@@ -18,6 +18,8 @@ export interface ServerStatus {
   /** The last inline completion request the client saw answered (inlineCompletion.ts). */
   lastCompletion?: CompletionTiming;
   installModel?: string;
+  /** No server was found, and the extension carries one to install (serverInstall.ts). */
+  installServer?: boolean;
   /**
    * The open documents (URIs as the client sent them) whose prompt the server has in its cache now;
    * undefined until the model is ready (the server sends the list with every status from then on).

@@ -51,3 +51,28 @@ describe('code action outcome', () => {
     assert.deepEqual(output.log, [['info', 'Llama: Fix applied — verified\n1 passed']]);
   });
 });
+
+// server.ts's message (it cannot be imported here: it loads vscode-languageclient).
+const NOT_FOUND_INSTALLABLE = 'Could not find the llama-lsp server: install it (Llama: Install Server), or set llamaLsp.serverCommand.';
+
+describe('server not found', () => {
+  beforeEach(() => stub.reset());
+
+  test('with a server to install: the error offers the install, which runs the install command', async () => {
+    const notifier = new Notifier({} as LlamaServer, fakeOutput().channel);
+    stub.choice = 'Install llama-lsp server';
+    notifier.serverError(NOT_FOUND_INSTALLABLE, undefined, true);
+    await tick();
+    assert.deepEqual(stub.messages, [['error', `Llama: ${NOT_FOUND_INSTALLABLE}`, 'Install llama-lsp server', 'Open settings']]);
+    assert.deepEqual(stub.executed, [['llamaLsp.installServer']]);
+  });
+
+  test('shown once until the server starts again', async () => {
+    const notifier = new Notifier({} as LlamaServer, fakeOutput().channel);
+    notifier.serverError(NOT_FOUND_INSTALLABLE, undefined, true);
+    notifier.serverError(NOT_FOUND_INSTALLABLE, undefined, true);
+    await tick();
+    assert.equal(stub.messages.length, 1);
+    assert.deepEqual(stub.executed, []);
+  });
+});

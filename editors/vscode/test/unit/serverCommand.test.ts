@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { installCommand, resolveServerCommand, type ResolveEnv } from '../../src/serverCommand';
+import {
+  compareVersions,
+  installCommand,
+  resolveServerCommand,
+  type ResolveEnv,
+} from '../../src/serverCommand';
 
+/** The files in `existing` exist (all of them executable), and the directories above them. */
 function env(existing: string[], overrides: Partial<ResolveEnv> = {}): ResolveEnv {
   const files = new Set(existing);
   return {
@@ -11,9 +17,19 @@ function env(existing: string[], overrides: Partial<ResolveEnv> = {}): ResolveEn
     extensionPath: '/repo/editors/vscode',
     homeDir: '/home/me',
     platform: 'linux',
+    installRoot: '/storage/server',
     isExecutable: (file) => files.has(file),
+    isFile: (file) => files.has(file),
+    listDirectory: (dir) => [
+      ...new Set(existing.filter((f) => f.startsWith(`${dir}/`)).map((f) => f.slice(dir.length + 1).split('/')[0])),
+    ],
     ...overrides,
   };
+}
+
+/** A complete install of `version` under /storage/server: its executable and its marker. */
+function installed(version: string): string[] {
+  return [`/storage/server/${version}/bin/llama-lsp`, `/storage/server/${version}/llama-lsp-installed`];
 }
 
 describe('server command resolution', () => {
@@ -68,6 +84,32 @@ describe('server command resolution', () => {
     });
   });
 
+  test('then the newest server the extension installed', () => {
+    const found = env([...installed('0.1.0'), ...installed('0.10.0'), ...installed('0.9.0')]);
+    assert.deepEqual(resolveServerCommand('', found), {
+      command: '/storage/server/0.10.0/bin/llama-lsp',
+      args: [],
+      source: 'installed',
+      version: '0.10.0',
+    });
+  });
+
+  test('every other source goes before the installed server', () => {
+    assert.equal(resolveServerCommand('', env([...installed('0.1.0'), '/repo/.venv/bin/llama-lsp']))?.source, 'checkout');
+    assert.equal(resolveServerCommand('', env([...installed('0.1.0'), '/usr/bin/llama-lsp']))?.source, 'PATH');
+    assert.equal(resolveServerCommand('/opt/ll', env(installed('0.1.0')))?.source, 'setting');
+  });
+
+  test('a half-installed server (no marker: its check never passed) is not used', () => {
+    const half = env(['/storage/server/0.2.0/bin/llama-lsp', ...installed('0.1.0')]);
+    assert.equal(resolveServerCommand('', half)?.version, '0.1.0');
+    assert.equal(resolveServerCommand('', env(['/storage/server/0.2.0/bin/llama-lsp'])), undefined);
+  });
+
+  test('no install root: no installed server', () => {
+    assert.equal(resolveServerCommand('', env(installed('0.1.0'), { installRoot: undefined })), undefined);
+  });
+
   test('nothing found is undefined', () => {
     assert.equal(resolveServerCommand('', env([])), undefined);
   });
@@ -105,3 +147,24 @@ describe('install command', () => {
     );
   });
 });
+
+describe('version order', () => {
+  test('numeric parts compare as numbers', () => {
+    assert.ok(compareVersions('0.1.0', '0.2.0') < 0);
+    assert.ok(compareVersions('0.10.0', '0.9.1') > 0);
+    assert.ok(compareVersions('1.2.10', '1.2.9') > 0);
+    assert.equal(compareVersions('0.1.0', '0.1.0'), 0);
+    assert.equal(compareVersions('0.1', '0.1.0'), 0);
+  });
+
+  test('a pre-release comes before its release', () => {
+    assert.ok(compareVersions('0.2.0rc1', '0.2.0') < 0);
+    assert.ok(compareVersions('0.2.0', '0.2.0.dev1') > 0);
+    assert.ok(compareVersions('0.2.0rc1', '0.1.9') > 0);
+  });
+
+  test('sorting keeps the newest last', () => {
+    assert.deepEqual(['0.10.0', '0.2.0', '0.9.0'].sort(compareVersions), ['0.2.0', '0.9.0', '0.10.0']);
+  });
+});
+

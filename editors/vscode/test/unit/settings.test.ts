@@ -228,6 +228,7 @@ describe('manifest contract', () => {
       'llamaLsp.document',
       'llamaLsp.explain',
       'llamaLsp.fix',
+      'llamaLsp.installServer',
       'llamaLsp.newConversation',
       'llamaLsp.refactor',
       'llamaLsp.restartServer',
@@ -237,5 +238,12 @@ describe('manifest contract', () => {
       'llamaLsp.writeTests',
     ]);
     for (const command of manifest.contributes.commands) assert.match(command.title, /^Llama: /);
+  });
+
+  test('the package is for linux-x64 and carries the server wheel that make vsix puts in server/', () => {
+    assert.match(manifest.scripts.package, /--target linux-x64\b/);
+    assert.match(manifest.scripts.package, /-o llama-lsp\.vsix\b/);
+    const ignore = fs.readFileSync(path.join(__dirname, '../../../.vscodeignore'), 'utf8').split('\n');
+    assert.ok(ignore.includes('!server/*.whl'), ignore.join('\n'));
   });
 });
