@@ -12,6 +12,8 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+import lsp_server
+from lsp_server.engine import native
 from lsp_server.lsp import protocol
 
 from .lsp_client import SERVER_COMMAND, AssistantClient, initialize_params, make_client, open_document
@@ -81,6 +83,7 @@ async def test_a_chat_sent_right_after_initialized_loads_the_model_once_and_its_
     assert second["stats"]["nReused"] >= 0.9 * second["stats"]["nPrompt"], second["stats"]
     stats = await client.request(protocol.STATS, {})
     assert stats["modelLoads"] == 1
+    assert stats["version"] == {"server": lsp_server.__version__, "native": native.version()}
 
 
 async def test_quick_reloads_load_once_per_change_at_most_and_leak_no_engine(session, tiny_model: Path):

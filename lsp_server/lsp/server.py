@@ -21,7 +21,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import default_converter
 
 from .. import __version__
-from ..engine import ChatEngine, EngineError
+from ..engine import ChatEngine, EngineError, native
 from . import chat, code_actions, documents, protocol, settings
 from .completion import InlineCompletion
 from .model_host import ModelHost, ModelUnavailable
@@ -47,6 +47,15 @@ def _plain_params_converter() -> Any:
     converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**{"params": None, **obj}))
     converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**{"params": None, **obj}))
     return converter
+
+
+def _native_version() -> str | None:
+    """The native library's build (`llama-lsp --version`), or None where it does not load (which a
+    remote backend does not need)."""
+    try:
+        return native.version()
+    except native.NativeError:
+        return None
 
 
 class AssistantServer(LanguageServer):
@@ -278,6 +287,7 @@ def create_server() -> AssistantServer:
         engine = ls.engine
         info = await engine.info() if engine is not None else None
         return {
+            "version": {"server": __version__, "native": _native_version()},
             "state": ls.state,
             "model": ls.engine_name,
             "error": str(ls.model_host.error) if ls.model_host.error else None,

@@ -144,6 +144,11 @@ export interface StatusParams {
 }
 
 export interface StatsResult {
+  /**
+   * What `llama-lsp --version` prints: the package, and the native library's build (null: not loaded).
+   * Absent from older servers.
+   */
+  version?: { server: string; native: string | null };
   state: ServerState;
   model: string;
   error: string | null;

@@ -183,5 +183,6 @@ export function statsSummary(stats: StatsResult): string {
   if (stats.lastStats) parts.push(`last: ${formatStats(stats.lastStats)}`);
   if (stats.lastCompletion) parts.push(`last completion: ${formatCompletionStats(stats.lastCompletion)}`);
   if (stats.error) parts.push(stats.error);
+  if (stats.version) parts.push(`llama-lsp ${stats.version.server}`);
   return parts.join(' · ');
 }

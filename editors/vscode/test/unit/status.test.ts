@@ -130,8 +130,9 @@ describe('status text', () => {
     assert.equal(applyLoadProgress(ready, { kind: 'report', percentage: 50 }), ready);
   });
 
-  test('the stats summary names the model, the totals and the last request', () => {
+  test('the stats summary names the model, the totals, the last request and the server version', () => {
     const result: StatsResult = {
+      version: { server: '0.1.0', native: '0.1.0 (ABI 4; llama.cpp: …, source …)' },
       state: 'ready',
       model: 'qwen2.5-coder-0.5b',
       error: null,
@@ -154,7 +155,7 @@ describe('status text', () => {
     };
     assert.equal(
       statsSummary(result),
-      'qwen2.5-coder-0.5b: ready · 3 requests, 3,000 of 4,000 prompt tokens cached (75%) · last: 1,728 of 1,800 prompt tokens cached (96%) · 40 tokens',
+      'qwen2.5-coder-0.5b: ready · 3 requests, 3,000 of 4,000 prompt tokens cached (75%) · last: 1,728 of 1,800 prompt tokens cached (96%) · 40 tokens · llama-lsp 0.1.0',
     );
     // A remote backend that does not report its cached tokens.
     const remote: StatsResult = {
@@ -165,7 +166,7 @@ describe('status text', () => {
     };
     assert.equal(
       statsSummary(remote),
-      'm at http://gpu-box:8080/v1: ready · 3 requests · last: 1,800 prompt tokens · 40 tokens',
+      'm at http://gpu-box:8080/v1: ready · 3 requests · last: 1,800 prompt tokens · 40 tokens · llama-lsp 0.1.0',
     );
   });
 });
