@@ -22,6 +22,7 @@ from typing import Any
 from .check_sandbox import CheckSandbox, CopyRefused, SandboxUnavailable, copy_folder, left_out_note
 from .proposals import Checkpoint
 from .sandbox import Sandbox
+from .test_discovery import find_tests
 from .tools import ToolRunner
 
 log = logging.getLogger("llama_lsp.verify")
@@ -39,6 +40,8 @@ class Verification:
     """What was checked for one request: the attempts, and the result of the edit returned."""
 
     command: str | None
+    auto: bool = False  # verifyCommand "auto": `command` is what it found, once a check looked
+    reason: str | None = None  # with "auto": why that command (runner, interpreter, test files)
     attempts: int = 0
     passed: bool | None = None  # None: nothing was checked (no command set, or no edit proposed)
     output: str = ""
@@ -51,6 +54,7 @@ class Verification:
     def to_json(self) -> dict[str, Any]:
         return {
             "command": self.command,
+            "reason": self.reason,
             "passed": self.passed,
             "passedBefore": self.passed_before,
             "attempts": self.attempts,
@@ -61,10 +65,10 @@ class Verification:
 
     def summary(self) -> str:
         """One line for the user: whether the edit was checked, and how it went."""
-        if self.command is None:
-            return "not verified: it parses, but no verifyCommand is set to check it"
         if self.refused is not None:
             return f"not verified: the check did not run: {self.refused}"
+        if self.command is None and not self.auto:
+            return "not verified: it parses, but no verifyCommand is set to check it"
         if self.passed is None and self.passed_before is False:
             return f"not verified: `{self.command}` fails without the edit too, so it cannot tell"
         if self.passed is None:
@@ -81,8 +85,14 @@ class Verification:
         return f"not verified: `{self.command}` failed on all {self.attempts} attempts"
 
 
+AUTO = "auto"
+
+
 class Verifier:
-    """Runs the check for one request's edits, at most `max_attempts` times, in `check_sandbox`."""
+    """Runs the check for one request's edits, at most `max_attempts` times, in `check_sandbox`.
+
+    `command` "auto" finds the tests of the first file checked (test_discovery.py) and runs that
+    command for every check of the request, so that before and after are the same check."""
 
     def __init__(
         self,
@@ -97,7 +107,7 @@ class Verifier:
         self.max_attempts = max_attempts
         self.sandbox = sandbox
         self.check_sandbox = check_sandbox or CheckSandbox()
-        self.verification = Verification(command)
+        self.verification = Verification(None, auto=True) if command == AUTO else Verification(command)
         self._before: asyncio.Future[CheckResult | None] | None = None
         self._checks_fixes = True
 
@@ -143,10 +153,11 @@ class Verifier:
         if self.exhausted:
             runner.proposals.withdraw_latest()
             return "No more checks are left for this request."
-        self.verification.attempts += 1
         state = runner.proposals.checkpoint()
         result = await self._run(runner.proposals.changed_texts(), runner.proposals.edits[-1].path)
-        assert result is not None  # _can_run said it can
+        if result is None:
+            return None  # "auto" found nothing to run: the edit stays, unchecked, and the summary says why
+        self.verification.attempts += 1
         log.info("check %d: %s in %.1f s", self.verification.attempts, result.passed, result.seconds)
         self.verification.output = result.output
         if result.passed:
@@ -190,6 +201,15 @@ class Verifier:
         folder = next((r for r in self.sandbox.roots if edited.is_relative_to(r)), None)
         # A file outside every folder is checked alone: its directory may be anything (a home folder).
         root = folder or edited.parent
+        if self.command == AUTO:
+            plan = await asyncio.to_thread(find_tests, root, edited)
+            log.info("auto: %s: %s", plan.command, plan.reason)
+            self.command = plan.command or ""
+            self.verification.command, self.verification.reason = plan.command, plan.reason
+            if plan.command is None:
+                self.verification.refused = plan.reason
+        if self.verification.refused is not None:
+            return None
         # The command may leave read-only files behind: they must not turn a check into an error.
         with tempfile.TemporaryDirectory(prefix="llama-lsp-check-", ignore_cleanup_errors=True) as scratch:
             copy = Path(scratch) / "copy" / root.name

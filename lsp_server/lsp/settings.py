@@ -133,7 +133,10 @@ class Settings:
         None,
         doc="Shell command that checks each edit the model proposes, e.g. `python -m pytest -q`, or "
         "`python -m pytest -q {file}` for a test file: `{file}` is replaced by the edited file's path "
-        "relative to the folder, shell-quoted. Empty: edits are not checked.\n\n"
+        'relative to the folder, shell-quoted. `"auto"` finds a Python project\'s tests (pytest or '
+        "unittest, with the project's `.venv` or `venv` where it has one) and runs the test files that "
+        "import the edited module, or all of them when none does; the result says which command ran and "
+        "why, or that no tests were found. Empty: edits are not checked.\n\n"
         "**It runs code the model wrote**, and the workspace's own code (its tests, `conftest.py`): the "
         "server applies the proposed edit to a temporary copy of the folder and runs the command there, "
         "in a sandbox (`#verifySandbox#`) with a timeout. Exit status 0 passes; on a failure a code action "

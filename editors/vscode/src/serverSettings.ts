@@ -47,7 +47,10 @@ export interface ServerSettings {
   /**
    * Shell command that checks each edit the model proposes, e.g. `python -m pytest -q`, or `python -m pytest
    * -q {file}` for a test file: `{file}` is replaced by the edited file's path relative to the folder,
-   * shell-quoted. Empty: edits are not checked. Not used in Restricted Mode (an untrusted workspace).
+   * shell-quoted. `"auto"` finds a Python project's tests (pytest or unittest, with the project's `.venv` or
+   * `venv` where it has one) and runs the test files that import the edited module, or all of them when none
+   * does; the result says which command ran and why, or that no tests were found. Empty: edits are not
+   * checked. Not used in Restricted Mode (an untrusted workspace).
    */
   verifyCommand?: string;
   /**

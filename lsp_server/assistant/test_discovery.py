@@ -1,0 +1,184 @@
+"""`verifyCommand: "auto"`: finds a Python project's tests and the command that runs the ones an edit
+can affect, without running any of the workspace's code.
+
+Everything here reads files: the test files, the runner's configuration, and whether a virtual
+environment holds pytest (its site-packages). The only program it starts is an interpreter that is not
+the workspace's (the server's own, or `python3` on PATH), in isolated mode, to ask whether it can import
+pytest. The command it returns runs like any verifyCommand: on a copy, in the check's sandbox.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .check_sandbox import NOT_COPIED, VENV_NAMES
+
+MAX_FILES_SEEN = 5_000  # a walk that finds more stops there: a huge folder is not searched to its end
+MAX_TEST_BYTES = 512 * 1024  # larger test files are run but not read for imports
+
+# Where a project says it uses pytest: the file, and the section header that says so (None: any content).
+PYTEST_CONFIGS: tuple[tuple[str, str | None], ...] = (
+    ("pytest.ini", None),
+    ("conftest.py", None),
+    ("pyproject.toml", "[tool.pytest.ini_options]"),
+    ("setup.cfg", "[tool:pytest]"),
+    ("tox.ini", "[pytest]"),
+)
+
+
+@dataclass(frozen=True)
+class TestPlan:
+    """The command a check runs, and why it was chosen (for the verification's summary)."""
+
+    command: str | None  # None: nothing to run, and `reason` says why
+    reason: str
+
+
+def is_test_file(path: Path) -> bool:
+    return path.suffix == ".py" and (path.name.startswith("test_") or path.stem.endswith("_test"))
+
+
+def find_tests(folder: Path, edited: Path) -> TestPlan:
+    """The plan for checking an edit of `edited` in `folder` (the folder the check copies)."""
+    if edited.suffix != ".py":
+        return TestPlan(None, f'"auto" finds Python tests only: set verifyCommand to check {edited.name}')
+    tests = _test_files(folder)
+    if not tests:
+        return TestPlan(None, f"no tests found in {folder.name} (no test_*.py or *_test.py files)")
+    runner = "pytest" if _configured_for_pytest(folder, tests) else "unittest"
+    python, where = _interpreter(folder, runner)
+    if python is None and runner == "pytest" and all(_uses_unittest(test) for test in tests):
+        runner = "unittest"  # unittest-style tests run without pytest too
+        python, where = _interpreter(folder, runner)
+    if python is None:
+        return TestPlan(
+            None,
+            f"the tests need pytest, and {where}: install it (`.venv/bin/pip install pytest` in a "
+            "project's .venv), or set verifyCommand",
+        )
+    related = [test for test in tests if test == edited or _imports(test, edited, folder)]
+    chosen = related or tests
+    files = " ".join(shlex.quote(test.relative_to(folder).as_posix()) for test in chosen)
+    if runner == "pytest":
+        command = (
+            f"{shlex.quote(python)} -m pytest -q -p no:cacheprovider {files if related else ''}".rstrip()
+        )
+    else:
+        command = f"{shlex.quote(python)} -m unittest {files}"
+    which = (
+        f"{_count(len(related), 'test file')} that import {edited.stem}"
+        if related
+        else f"all {_count(len(tests), 'test file')} (none imports {edited.stem})"
+    )
+    return TestPlan(command, f"{runner} with {where}, on {which}")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _test_files(folder: Path) -> list[Path]:
+    found: list[Path] = []
+    seen = 0
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in NOT_COPIED and not d.startswith("."))
+        for name in sorted(files):
+            seen += 1
+            path = Path(root) / name
+            if is_test_file(path) and not path.is_symlink():
+                found.append(path)
+        if seen > MAX_FILES_SEEN:
+            break
+    return found
+
+
+def _read(path: Path) -> str:
+    try:
+        if path.stat().st_size > MAX_TEST_BYTES:
+            return ""
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _configured_for_pytest(folder: Path, tests: list[Path]) -> bool:
+    for name, section in PYTEST_CONFIGS:
+        text = _read(folder / name) if (folder / name).is_file() else None
+        if text is not None and (section is None or section in text):
+            return True
+    # No configuration: tests that import pytest, or plain test functions (which only pytest collects).
+    return not all(_uses_unittest(test) for test in tests)
+
+
+def _uses_unittest(test: Path) -> bool:
+    text = _read(test)
+    return bool(re.search(r"^\s*(import unittest|from unittest\b)", text, re.M)) and not re.search(
+        r"^\s*(import pytest|from pytest\b)", text, re.M
+    )
+
+
+def _module_names(edited: Path, folder: Path) -> set[str]:
+    """The names an import of `edited` may use: its stem, and its dotted path from the folder."""
+    names = {edited.stem}
+    if edited.is_relative_to(folder):
+        parts = list(edited.relative_to(folder).with_suffix("").parts)
+        if parts and parts[-1] == "__init__":
+            parts.pop()
+            names = {parts[-1]} if parts else set()
+        for start in range(len(parts)):  # src/pkg/mod.py: pkg.mod, and src.pkg.mod
+            names.add(".".join(parts[start:]))
+    return names
+
+
+def _imports(test: Path, edited: Path, folder: Path) -> bool:
+    text = _read(test)
+    for name in _module_names(edited, folder):
+        dotted = re.escape(name)
+        package, _, last = name.rpartition(".")
+        patterns = [rf"^\s*import\s+[\w., ]*\b{dotted}\b", rf"^\s*from\s+[.\w]*\b{dotted}\s+import\b"]
+        if package:  # from pkg import mod
+            patterns.append(rf"^\s*from\s+\.*{re.escape(package)}\s+import\s+[\w, ()]*\b{re.escape(last)}\b")
+        if any(re.search(pattern, text, re.M) for pattern in patterns):
+            return True
+    return False
+
+
+def _interpreter(folder: Path, runner: str) -> tuple[str | None, str]:
+    """The Python to run the tests with, and where it comes from; (None, what was looked at) when none
+    has the runner. A project's own environment, where it has one (read, never run: it is the
+    workspace's code), since only it has the project's dependencies; else the server's own interpreter,
+    which the sandbox binds back, or python3 on PATH (not one under the home directory, such as pyenv's
+    shims: the sandbox hides it)."""
+    for name in VENV_NAMES:
+        if (folder / name / "bin" / "python").exists():
+            if runner == "unittest" or any((folder / name).glob("lib/python3*/site-packages/pytest")):
+                return f"{name}/bin/python", f"the project's {name}"
+            return None, f"the project's {name} has no pytest"
+    looked: list[str] = []
+    system = shutil.which("python3")
+    if system and Path(os.path.realpath(system)).is_relative_to(Path.home()):
+        system = None
+    for python in (sys.executable, system):
+        if python and (runner == "unittest" or _has_pytest(python)):
+            return python, python
+        if python:
+            looked.append(f"{python} has no pytest")
+    return None, "; ".join(looked) or "no Python found"
+
+
+@functools.cache
+def _has_pytest(python: str) -> bool:
+    # -I: isolated (no current folder, no PYTHON* variables, no user site): only the interpreter's own.
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('pytest') is None)"
+    try:
+        return subprocess.run([python, "-I", "-c", probe], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
