@@ -62,23 +62,26 @@ class Outcome:
     diff: str = ""  # what the edit changes, for reading the failures afterwards (--json)
 
 
-def verify_command(task: Task) -> str:
-    """What `--verify` sets as verifyCommand: the task's tests, or the created test file for Write tests.
+def verify_command(task: Task, verify: str) -> str:
+    """What `--verify` sets as verifyCommand: the task's tests, or the created test file for Write tests;
+    `--verify auto` leaves finding them to the server.
 
     The server runs it on its own copy of the task; the tests that decide the row run afterwards here.
     """
+    if verify == "auto":
+        return "auto"
     pytest = f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {sys.executable} -m pytest -q -p no:cacheprovider"
     return f"{pytest} {{file}}" if task.kind == "tests" else pytest
 
 
 async def run_action(
-    task: Task, workdir: Path, model: str, threads: int, verify: bool
+    task: Task, workdir: Path, model: str, threads: int, verify: str | None
 ) -> tuple[dict[str, Any] | str, dict]:
     """Starts a server in workdir, resolves the task's code action; returns (resolved action or the
     server's error, stats)."""
     options: dict[str, Any] = {"model": model, "threads": threads, "cacheDir": str(workdir.parent / "cache")}
     if verify:
-        options["verifyCommand"] = verify_command(task)
+        options["verifyCommand"] = verify_command(task, verify)
     return await run_code_action(
         workdir,
         workdir / task.file,
@@ -205,7 +208,7 @@ def check_tests(task: Task, workdir: Path, after: dict[str, str], outcome: Outco
     outcome.detail = f"{last_line(result)}; caught {caught} of {len(task.mutants)} mutants"
 
 
-def run_task(task: Task, model: str, threads: int, verify: bool) -> Outcome:
+def run_task(task: Task, model: str, threads: int, verify: str | None) -> Outcome:
     outcome = Outcome(task.name, task.kind)
     with tempfile.TemporaryDirectory(prefix=f"llama-lsp-eval-{task.name}-") as temp:
         workdir = Path(temp) / "project"
@@ -283,8 +286,11 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the outcomes to this file")
     parser.add_argument(
         "--verify",
-        action="store_true",
-        help="set verifyCommand to the task's tests, so that the server checks and retries its edits",
+        nargs="?",
+        const="task",
+        choices=["task", "auto"],
+        help="set verifyCommand to the task's tests, so that the server checks and retries its edits; "
+        '`--verify auto`: to "auto", which finds them',
     )
     parser.add_argument(
         "--jobs", type=int, default=1, help="tasks run at once, each with its own server (mind --threads)"
@@ -295,7 +301,9 @@ def main() -> int:
         print(f"no tasks match {args.tasks!r} in {TASKS}", file=sys.stderr)
         return 2
     models.resolve(args.model)  # fails early, naming the install command, if the model is missing
-    checked = ", edits checked with the task's tests (verifyCommand)" if args.verify else ""
+    checked = {None: "", "task": ", edits checked with the task's tests (verifyCommand)"}.get(
+        args.verify, ', edits checked with verifyCommand "auto"'
+    )
     print(f"{len(tasks)} tasks, model {args.model}{checked}", flush=True)
     outcomes = []
 
