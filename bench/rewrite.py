@@ -83,7 +83,14 @@ def run_task(name: str, model: Path, options: dict[str, Any], workdir: Path, kin
     project = workdir / f"{name}-{time.monotonic_ns()}"
     project.mkdir(parents=True)
     task.copy_to(project)
-    settings = {"model": str(model), "threads": THREADS, "cacheDir": str(project / ".cache"), **options}
+    # No checks: this measures writing the block, not the task's tests.
+    settings = {
+        "model": str(model),
+        "threads": THREADS,
+        "cacheDir": str(project / ".cache"),
+        "verifyCommand": "",
+        **options,
+    }
     started = time.perf_counter()
     resolved, stats = asyncio.run(
         run_code_action(

@@ -362,7 +362,13 @@ def show_runs(scenario: Scenario) -> None:
 async def scenarios(server: LlamaServer, plan: Plan, workdir: Path) -> list[Scenario]:
     workspace = workdir / "workspace"
     workspace.mkdir()
-    options: dict[str, Any] = {"model": str(plan.model), "threads": THREADS, "maxTokens": plan.answer_tokens}
+    # No checks of proposed edits: llama-server, the other side, runs none.
+    options: dict[str, Any] = {
+        "model": str(plan.model),
+        "threads": THREADS,
+        "maxTokens": plan.answer_tokens,
+        "verifyCommand": "",
+    }
     options |= {"warm": True, "cacheDir": str(workdir / "cache")}  # `warm`: ignored by servers without it
     a = Scenario("A", f"(A) follow-up after {plan.read_s:g} s")
     e = Scenario("E", f"(E) follow-up {plan.edit_s:g} s after an edit")
@@ -400,7 +406,13 @@ async def backends(server: LlamaServer, plan: Plan, workdir: Path) -> dict[str, 
     llama-server as its remote backend (remote), one backend after the other."""
     workspace = workdir / "backends"
     workspace.mkdir()
-    options: dict[str, Any] = {"model": str(plan.model), "threads": THREADS, "maxTokens": plan.answer_tokens}
+    # No checks of proposed edits: llama-server, the other side, runs none.
+    options: dict[str, Any] = {
+        "model": str(plan.model),
+        "threads": THREADS,
+        "maxTokens": plan.answer_tokens,
+        "verifyCommand": "",
+    }
     remote = {"url": f"http://127.0.0.1:{server.port}/v1", "model": server.model_id()}
     turns: dict[str, list[Turn]] = {"local": [], "remote": []}
     for side, backend in (("local", "local"), ("remote", remote)):

@@ -80,8 +80,7 @@ async def run_action(
     """Starts a server in workdir, resolves the task's code action; returns (resolved action or the
     server's error, stats)."""
     options: dict[str, Any] = {"model": model, "threads": threads, "cacheDir": str(workdir.parent / "cache")}
-    if verify:
-        options["verifyCommand"] = verify_command(task, verify)
+    options["verifyCommand"] = verify_command(task, verify) if verify else ""  # "": unchecked, not "auto"
     return await run_code_action(
         workdir,
         workdir / task.file,

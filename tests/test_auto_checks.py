@@ -42,7 +42,7 @@ def test_a_pytest_project_runs_the_test_files_that_import_the_edited_module(tmp_
     )
     plan = find_tests(project, project / "src" / "calc.py")
     assert plan.command == f"{sys.executable} -m pytest -q -p no:cacheprovider tests/test_calc.py"
-    assert plan.reason == f"pytest with {sys.executable}, on 1 test file that import calc"
+    assert plan.reason == f"pytest with {sys.executable}, on 1 test file that imports calc"
 
 
 def test_a_project_whose_tests_use_unittest_runs_them_with_unittest(tmp_path: Path):
@@ -91,7 +91,7 @@ async def test_auto_runs_only_the_related_tests_so_a_slow_unrelated_file_does_no
     assert time.monotonic() - started < 15
     result = check.verification.to_json()
     assert result["passed"] is True, result
-    assert result["command"].endswith("test_calc.py") and "1 test file that import calc" in result["reason"]
+    assert result["command"].endswith("test_calc.py") and "1 test file that imports calc" in result["reason"]
     assert result["summary"].startswith("verified: ") and "1 passed" in result["output"]
 
     check = Verifier("auto", 20, 3, Sandbox([project]))

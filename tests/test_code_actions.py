@@ -31,6 +31,8 @@ SERVER_OPTIONS = {
     "slots": 3,
     "maxTokens": 400,
     "maxToolSteps": 3,
+    # Checks have their own test (the demo's Fix, with "auto"); the other actions' edits are not checked.
+    "verifyCommand": "",
 }
 
 DISCOUNT_LINES = types.Range(types.Position(17, 0), types.Position(20, 0))  # def apply_discount ... return
@@ -116,8 +118,9 @@ def configure(client: AssistantClient, options: dict[str, Any]) -> None:
 @pytest.mark.backends("local", "remote")
 async def test_the_demo_fix_makes_the_failing_test_pass(client: AssistantClient, workspace: Path):
     """`make demo`'s flow: a question about the failing lines, then the Fix in that conversation, checked
-    by the failing test. (Without the question first, the model's greedy block on this example is the
-    unchanged code: the Fix then proposes nothing rather than something wrong.)"""
+    by the failing test, which verifyCommand "auto" finds. (Without the question first, the model's greedy
+    block on this example is the unchanged code: the Fix then proposes nothing rather than something
+    wrong.)"""
     failing = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_inventory.py"],
         cwd=workspace,
@@ -142,13 +145,17 @@ async def test_the_demo_fix_makes_the_failing_test_pass(client: AssistantClient,
         a for a in await list_actions(client, uri, DISCOUNT_LINES, [diagnostic]) if a.data["kind"] == "fix"
     )
     action.data["conversationId"] = question["conversationId"]
-    verify = f"{sys.executable} -m pytest -q -p no:cacheprovider test_inventory.py"
-    configure(client, {**SERVER_OPTIONS, "verifyCommand": verify})
+    configure(client, {**SERVER_OPTIONS, "verifyCommand": "auto"})
     try:
         resolved = await client.code_action_resolve_async(action)
     finally:
-        configure(client, {**SERVER_OPTIONS, "verifyCommand": ""})
-    assert resolved.data["verification"]["passed"] is True, resolved.data["verification"]
+        configure(client, SERVER_OPTIONS)
+    verification = resolved.data["verification"]
+    assert verification["passed"] is True, verification
+    # The workspace's only test file imports inventory: that one, with the server's Python (which has
+    # pytest), as the demo runs it by hand.
+    assert verification["command"] == f"{sys.executable} -m pytest -q -p no:cacheprovider test_inventory.py"
+    assert verification["reason"] == f"pytest with {sys.executable}, on 1 test file that imports inventory"
     project = workspace.parent / "fixed-project"
     project.mkdir(exist_ok=True)
     for name in ("inventory.py", "test_inventory.py"):

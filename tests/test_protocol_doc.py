@@ -185,8 +185,6 @@ def test_the_contributed_settings_have_the_servers_types_defaults_and_bounds() -
             # The server's default depends on the machine ($XDG_CACHE_HOME): VS Code sends none (null
             # is skipped), since an empty string would be a bad path.
             expected = {"type": ["string", "null"], "default": None}
-        elif name == "verify_command":
-            expected = {"type": "string", "default": ""}  # empty unsets it
         elif name == "backend":
             expected = {"type": ["string", "object"], "default": "local"}  # None is "local" on the wire
         elif isinstance(default, bool):  # before the numbers: a bool is an int

@@ -134,8 +134,8 @@ async def test_a_command_that_prints_a_lot_is_trimmed_to_its_head_and_tail(proje
     assert len(output) < OUTPUT_HEAD_CHARS + OUTPUT_TAIL_CHARS + 200
 
 
-def test_the_verify_settings_are_off_by_default_and_checked():
-    assert settings.Settings().verify_command is None
+def test_the_verify_settings_find_the_tests_by_default_and_are_checked():
+    assert settings.Settings().verify_command == "auto"
     config, warnings = settings.merge(
         settings.Settings(), {"verifyCommand": " pytest -q ", "verifyTimeout": 5, "maxVerifyAttempts": 0}
     )

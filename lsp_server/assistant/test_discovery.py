@@ -74,7 +74,7 @@ def find_tests(folder: Path, edited: Path) -> TestPlan:
     else:
         command = f"{shlex.quote(python)} -m unittest {files}"
     which = (
-        f"{_count(len(related), 'test file')} that import {edited.stem}"
+        f"{_count(len(related), 'test file')} that import{'s' if len(related) == 1 else ''} {edited.stem}"
         if related
         else f"all {_count(len(tests), 'test file')} (none imports {edited.stem})"
     )

@@ -114,7 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--verify",
         metavar="CMD",
         help="check the action's edit with this shell command, run on a temporary copy of the folder "
-        "({file} is the edited file); the server retries when it fails. `auto` finds the project's tests",
+        "({file} is the edited file); the server retries when it fails. Default: auto, the project's "
+        'tests where it finds them; "" checks nothing',
     )
     backend = ask.add_argument_group("a remote backend (an OpenAI-compatible server) instead of --model")
     backend.add_argument("--backend-url", metavar="URL", help="the API's base URL, e.g. http://host:8080/v1")

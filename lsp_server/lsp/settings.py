@@ -40,6 +40,7 @@ class _Declared:
     local_only: bool
     trusted_only: bool
     restricted: bool
+    untrusted: Any
 
 
 def setting(
@@ -52,6 +53,7 @@ def setting(
     local_only: bool = False,
     trusted_only: bool = False,
     restricted: bool = False,
+    untrusted: Any = None,
 ) -> Any:
     """Declares a field of `Settings` as a setting.
 
@@ -62,9 +64,13 @@ def setting(
     local_only: it does nothing with a remote `backend`.
     trusted_only: it makes the server run a command on the workspace's code, so VS Code never sends it
       from an untrusted workspace (settings.ts, TRUSTED_ONLY); implies restricted.
+    untrusted: for a trusted_only setting whose default runs something, the value VS Code sends from an
+      untrusted workspace instead of leaving the setting out (which would mean that default).
     restricted: VS Code's Restricted Mode ignores its workspace value (restrictedConfigurations).
     """
-    declared = _Declared(doc, bounds, reloads_model, local_only, trusted_only, restricted or trusted_only)
+    declared = _Declared(
+        doc, bounds, reloads_model, local_only, trusted_only, restricted or trusted_only, untrusted
+    )
     if factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=factory, metadata={"setting": declared})
     return dataclasses.field(default=default, metadata={"setting": declared})
@@ -127,21 +133,24 @@ class Settings:
         doc="Sampling temperature; 0 is greedy, so the same question gets the same answer.",
         bounds=(0.0, 2.0),
     )
-    # Checking edits (lsp_server.assistant.verify): unset by default, since the command runs code the model
-    # wrote.
+    # Checking edits (lsp_server.assistant.verify, test_discovery): the project's own tests by default, in
+    # the check's sandbox, and never from an untrusted workspace.
     verify_command: str | None = setting(
-        None,
-        doc="Shell command that checks each edit the model proposes, e.g. `python -m pytest -q`, or "
-        "`python -m pytest -q {file}` for a test file: `{file}` is replaced by the edited file's path "
-        'relative to the folder, shell-quoted. `"auto"` finds a Python project\'s tests (pytest or '
-        "unittest, with the project's `.venv` or `venv` where it has one) and runs the test files that "
-        "import the edited module, or all of them when none does; the result says which command ran and "
-        "why, or that no tests were found. Empty: edits are not checked.\n\n"
+        "auto",
+        doc='Shell command that checks each edit the model proposes; `"auto"` finds the project\'s tests. '
+        "Empty: edits are not checked.\n\n"
+        '`"auto"` (the default): for a Python file, the project\'s `test_*.py` and `*_test.py` files, run '
+        "with pytest or unittest (as the project is set up) and the project's `.venv` or `venv` where it "
+        "has one: the test files that import the edited module, or all of them when none does. The result "
+        "says which command ran and why, or that no tests were found. Or a command of your own, e.g. "
+        "`python -m pytest -q`, or `python -m pytest -q {file}` for a test file: `{file}` is replaced by "
+        "the edited file's path relative to the folder, shell-quoted.\n\n"
         "**It runs code the model wrote**, and the workspace's own code (its tests, `conftest.py`): the "
         "server applies the proposed edit to a temporary copy of the folder and runs the command there, "
         "in a sandbox (`#verifySandbox#`) with a timeout. Exit status 0 passes; on a failure a code action "
         "writes a fresh candidate, and chat reads the output and tries again (`#maxVerifyAttempts#`).",
         trusted_only=True,
+        untrusted="",
     )
     verify_sandbox: SandboxMode = setting(  # noqa: RUF009 (as above)
         "auto",
@@ -259,6 +268,7 @@ class SettingSpec:
     local_only: bool
     trusted_only: bool
     restricted: bool
+    untrusted: Any  # what VS Code sends from an untrusted workspace; None: nothing (settings.setting)
     choices: tuple[str, ...] = ()  # a choice's values
 
     @property
@@ -277,7 +287,7 @@ _KINDS: dict[Any, Kind] = {
     str | None: "command",  # "" unsets it
     RemoteConfig | None: "backend",  # None is "local"
 }
-_WIRE_DEFAULTS: dict[Kind, Any] = {"path": None, "command": "", "backend": "local"}
+_WIRE_DEFAULTS: dict[Kind, Any] = {"path": None, "backend": "local"}
 
 
 def _camel(name: str) -> str:
@@ -297,6 +307,8 @@ def _specs() -> tuple[SettingSpec, ...]:
         if (declared.bounds is not None) != (kind in ("int", "float")):
             raise TypeError(f"Settings.{field.name}: a number needs bounds, and only a number has them")
         default = _WIRE_DEFAULTS.get(kind, getattr(defaults, field.name))
+        if kind == "command" and default is None:
+            default = ""  # no command
         specs.append(
             SettingSpec(
                 field.name, _camel(field.name), kind, default, **dataclasses.asdict(declared), choices=choices

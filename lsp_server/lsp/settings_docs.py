@@ -104,7 +104,9 @@ def notes(spec: SettingSpec, *, vscode: bool) -> list[str]:
         said.append("Changing it reloads the model.")
     if spec.local_only:
         said.append("Not used with a remote `#backend#`.")
-    if vscode and spec.trusted_only:
+    if vscode and spec.trusted_only and spec.untrusted is not None:
+        said.append(f"In Restricted Mode (an untrusted workspace) the server gets `{_json(spec.untrusted)}`.")
+    elif vscode and spec.trusted_only:
         said.append("Not used in Restricted Mode (an untrusted workspace).")
     elif vscode and spec.restricted:
         said.append("Not taken from workspace settings in Restricted Mode (an untrusted workspace).")
@@ -236,11 +238,14 @@ def typescript() -> str:
             fields.append(f"  /** {doc[0]} */")
         else:
             fields.extend(["  /**", *(f"   * {line}" for line in doc), "   */"])
-        optional = "?" if spec.trusted_only else ""  # forTrust leaves it out
+        optional = "?" if spec.trusted_only and spec.untrusted is None else ""  # forTrust leaves it out
         kind = _choices(spec, _ts_literal, " | ") or TYPES[spec.kind].typescript
         fields.append(f"  {spec.wire}{optional}: {kind};")
     defaults = [f"  {spec.wire}: {_ts_literal(spec.default)}," for spec in SPECS]
     trusted_only = ", ".join(_ts_literal(spec.wire) for spec in SPECS if spec.trusted_only)
+    untrusted = ", ".join(
+        f"{spec.wire}: {_ts_literal(spec.untrusted)}" for spec in SPECS if spec.untrusted is not None
+    )
     return f"""/**
  * The server's settings as a client sends them (initializationOptions, the `{SECTION}` section), the values
  * that mean the server's defaults, and the ones never sent from an untrusted workspace.
@@ -259,6 +264,9 @@ export const SERVER_DEFAULTS: Required<ServerSettings> = {{
 
 /** The settings that make the server run a command on the workspace's code (settings.ts, forTrust). */
 export const TRUSTED_ONLY = [{trusted_only}] as const;
+
+/** What an untrusted workspace sends instead, where leaving a setting out would mean a default that runs. */
+export const UNTRUSTED_VALUES: Partial<ServerSettings> = {{ {untrusted} }};
 """
 
 

@@ -327,12 +327,17 @@ offline_step("setup passes the verify and backend settings to the server", funct
   assert(sent.maxVerifyAttempts == 2 and sent.verifySandbox == "none", vim.inspect(sent))
   assert(sent.warm == false, "the warm setting did not reach the server: " .. vim.inspect(sent))
   assert(vim.deep_equal(llama.client_for(fake_buf).settings.llamaLsp, sent), "workspace/configuration differs")
-  -- Left out of a later setup(), verifyCommand is turned off in the running server, not kept.
+  -- Left out of a later setup(), verifyCommand goes back to the default in the running server, not kept.
   llama.setup({ filetypes = { "python" }, init_options = { verifyTimeout = 30 } })
   require("llama_lsp.config").options.cmd = fake_server
   local change = fake.notifications[#fake.notifications]
   assert(change.method == "workspace/didChangeConfiguration", vim.inspect(change))
-  assert(change.params.settings.llamaLsp.verifyCommand == "", vim.inspect(change))
+  assert(change.params.settings.llamaLsp.verifyCommand == "auto", vim.inspect(change))
+  -- false turns checks off.
+  llama.setup({ filetypes = { "python" }, init_options = { verifyCommand = false } })
+  require("llama_lsp.config").options.cmd = fake_server
+  local off = fake.notifications[#fake.notifications]
+  assert(off.params.settings.llamaLsp.verifyCommand == "", vim.inspect(off))
   -- And a check without a sandbox goes back to the sandbox.
   assert(change.params.settings.llamaLsp.verifySandbox == "auto", vim.inspect(change))
   -- The same for a backend: left out, the running server goes back to its own model.

@@ -45,14 +45,10 @@ export interface ServerSettings {
   /** Sampling temperature; 0 is greedy, so the same question gets the same answer. */
   temperature: number;
   /**
-   * Shell command that checks each edit the model proposes, e.g. `python -m pytest -q`, or `python -m pytest
-   * -q {file}` for a test file: `{file}` is replaced by the edited file's path relative to the folder,
-   * shell-quoted. `"auto"` finds a Python project's tests (pytest or unittest, with the project's `.venv` or
-   * `venv` where it has one) and runs the test files that import the edited module, or all of them when none
-   * does; the result says which command ran and why, or that no tests were found. Empty: edits are not
-   * checked. Not used in Restricted Mode (an untrusted workspace).
+   * Shell command that checks each edit the model proposes; `"auto"` finds the project's tests. Empty: edits
+   * are not checked. In Restricted Mode (an untrusted workspace) the server gets `""`.
    */
-  verifyCommand?: string;
+  verifyCommand: string;
   /**
    * How `verifyCommand` is isolated: `"auto"` runs it under bubblewrap (`bwrap`), or not at all where
    * bubblewrap is missing or cannot set up its sandbox; `"none"` runs it without isolation. Not used in
@@ -114,7 +110,7 @@ export const SERVER_DEFAULTS: Required<ServerSettings> = {
   maxToolSteps: 6,
   maxTokens: 1024,
   temperature: 0,
-  verifyCommand: '',
+  verifyCommand: 'auto',
   verifySandbox: 'auto',
   verifyTimeout: 60,
   maxVerifyAttempts: 3,
@@ -127,3 +123,6 @@ export const SERVER_DEFAULTS: Required<ServerSettings> = {
 
 /** The settings that make the server run a command on the workspace's code (settings.ts, forTrust). */
 export const TRUSTED_ONLY = ['verifyCommand', 'verifySandbox'] as const;
+
+/** What an untrusted workspace sends instead, where leaving a setting out would mean a default that runs. */
+export const UNTRUSTED_VALUES: Partial<ServerSettings> = { verifyCommand: '' };

@@ -4,7 +4,7 @@
  */
 
 import { SECTION, type InitializationOptions } from './protocol';
-import { SERVER_DEFAULTS, TRUSTED_ONLY } from './serverSettings';
+import { SERVER_DEFAULTS, TRUSTED_ONLY, UNTRUSTED_VALUES } from './serverSettings';
 
 /** The server's settings, each with a value, and the extension's own. */
 export type Settings = Required<InitializationOptions> & {
@@ -55,13 +55,14 @@ export { TRUSTED_ONLY };
 
 /**
  * The one decision about workspace trust and the server's settings: trusted, the settings as they are;
- * untrusted, the same without the TRUSTED_ONLY keys (a copy; the argument is not changed).
+ * untrusted, the same without the TRUSTED_ONLY keys, except those whose default would run something
+ * (verifyCommand "auto"), which get their UNTRUSTED_VALUES (a copy; the argument is not changed).
  */
 export function forTrust<T extends object>(settings: T, trusted: boolean): T {
   if (trusted) return settings;
   const copy = { ...settings } as Record<string, unknown>;
   for (const key of TRUSTED_ONLY) delete copy[key];
-  return copy as T;
+  return { ...copy, ...UNTRUSTED_VALUES } as T;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -83,5 +84,7 @@ export function configurationForServer(
     return { ...value, [SECTION]: forTrust(value[SECTION], false) };
   }
   if (section === SECTION) return isObject(value) ? forTrust(value, false) : value;
-  return (TRUSTED_ONLY as readonly string[]).some((key) => section === `${SECTION}.${key}`) ? null : value;
+  const key = TRUSTED_ONLY.find((name) => section === `${SECTION}.${name}`);
+  if (key === undefined) return value;
+  return key in UNTRUSTED_VALUES ? UNTRUSTED_VALUES[key] : null;
 }

@@ -31,14 +31,8 @@ local M = {}
 ---                                    Default: 1024.
 ---@field temperature? number          Sampling temperature; 0 is greedy, so the same question gets the same
 ---                                    answer. Default: 0.
----@field verifyCommand? string|false  Shell command that checks each edit the model proposes, e.g. `python -m
----                                    pytest -q`, or `python -m pytest -q {file}` for a test file: `{file}`
----                                    is replaced by the edited file's path relative to the folder,
----                                    shell-quoted. `"auto"` finds a Python project's tests (pytest or
----                                    unittest, with the project's `.venv` or `venv` where it has one) and
----                                    runs the test files that import the edited module, or all of them when
----                                    none does; the result says which command ran and why, or that no tests
----                                    were found. Empty: edits are not checked. Default: "".
+---@field verifyCommand? string|false  Shell command that checks each edit the model proposes; `"auto"` finds
+---                                    the project's tests. Empty: edits are not checked. Default: "auto".
 ---@field verifySandbox? "auto"|"none" How `verifyCommand` is isolated: `"auto"` runs it under bubblewrap
 ---                                    (`bwrap`), or not at all where bubblewrap is missing or cannot set up
 ---                                    its sandbox; `"none"` runs it without isolation. Default: "auto".
@@ -145,16 +139,19 @@ function M.setup(opts)
   return M.options
 end
 
----The `llamaLsp` settings for the server: `init_options`, with `verifyCommand` ("" for none),
----`verifySandbox` ("auto" when unset) and `backend` ("local" for none) always present. The server keeps a
----setting that a later configuration leaves out, so without this, dropping verifyCommand from a second
----setup() would leave running servers checking edits, dropping verifySandbox would leave them checking
----without a sandbox, and dropping backend would leave them sending code to the remote server.
+---The `llamaLsp` settings for the server: `init_options`, with `verifyCommand` ("auto" when unset, ""
+---for false), `verifySandbox` ("auto" when unset) and `backend` ("local" for none) always present. The
+---server keeps a setting that a later configuration leaves out, so without this, dropping verifyCommand
+---from a second setup() would leave running servers checking edits with it, dropping verifySandbox would
+---leave them checking without a sandbox, and dropping backend would leave them sending code to the
+---remote server.
 ---`completion` and `completionTimeBudgetMs` come from the `completion` options, always.
 ---@return llama_lsp.ServerSettings
 function M.server_settings()
   local settings = vim.deepcopy(M.options.init_options)
-  if settings.verifyCommand == nil or settings.verifyCommand == false then
+  if settings.verifyCommand == nil then
+    settings.verifyCommand = "auto"
+  elseif settings.verifyCommand == false then
     settings.verifyCommand = ""
   end
   if settings.verifySandbox == nil then

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { beforeEach, describe, test } from 'node:test';
 import * as vscode from 'vscode';
-import { SERVER_DEFAULTS } from '../../src/serverSettings';
+import { SERVER_DEFAULTS, UNTRUSTED_VALUES } from '../../src/serverSettings';
 import {
   TRUSTED_ONLY,
   completionEnabled,
@@ -25,7 +25,7 @@ describe('settings', () => {
     assert.equal(settings.model, 'qwen2.5-coder-1.5b');
     assert.equal(settings.threads, 0);
     assert.equal(settings.cacheDir, null); // the server's own default: VS Code sends none
-    assert.equal(settings.verifyCommand, '');
+    assert.equal(settings.verifyCommand, 'auto');
     assert.equal(settings.warm, true);
     assert.equal(settings.backend, 'local');
     assert.equal(settings.completion, true);
@@ -71,7 +71,7 @@ describe('settings', () => {
     // The section goes to the server as it is (synchronize.configurationSection): the setting's key is
     // the server's name for it, and the trust rule leaves both alone.
     const section = { completion: false, completionTimeBudgetMs: 5000 };
-    assert.deepEqual(configurationForServer('llamaLsp', section, false), section);
+    assert.deepEqual(configurationForServer('llamaLsp', section, false), { ...section, verifyCommand: '' });
     assert.equal(configurationForServer('llamaLsp.completion', false, false), false);
   });
 
@@ -87,11 +87,21 @@ describe('settings', () => {
     assert.equal(configurationForServer('llamaLsp.warm', false, false), false);
   });
 
-  test('an untrusted workspace sends no verifyCommand in initializationOptions', () => {
-    stub.config = { 'llamaLsp.verifyCommand': 'python -m pytest -q' };
-    const options = initializationOptions(readSettings(vscode.workspace.getConfiguration('llamaLsp')), false);
-    assert.ok(!('verifyCommand' in options));
-    assert.equal(options.verifyTimeout, SERVER_DEFAULTS.verifyTimeout);
+  test('an untrusted workspace turns checks off: verifyCommand "" whatever is set, and whatever the default', () => {
+    assert.equal(SERVER_DEFAULTS.verifyCommand, 'auto');
+    for (const config of [{ 'llamaLsp.verifyCommand': 'python -m pytest -q' }, {}]) {
+      stub.config = config;
+      const options = initializationOptions(readSettings(vscode.workspace.getConfiguration('llamaLsp')), false);
+      assert.equal(options.verifyCommand, '');
+      assert.ok(!('verifySandbox' in options));
+      assert.equal(options.verifyTimeout, SERVER_DEFAULTS.verifyTimeout);
+    }
+    // The same in answers to workspace/configuration, by section or by key.
+    const section = { verifyCommand: 'auto', verifySandbox: 'none', warm: true };
+    assert.deepEqual(configurationForServer('llamaLsp', section, false), { verifyCommand: '', warm: true });
+    assert.equal(configurationForServer('llamaLsp.verifyCommand', 'auto', false), '');
+    assert.equal(configurationForServer('llamaLsp.verifySandbox', 'none', false), null);
+    assert.equal(configurationForServer('llamaLsp.verifyCommand', 'auto', true), 'auto');
   });
 
   test("a user's backend reaches an untrusted workspace's server: Restricted Mode drops only the workspace's", () => {
@@ -109,7 +119,7 @@ describe('settings', () => {
     assert.equal(properties['llamaLsp.threads'].default, 0);
     assert.equal(properties['llamaLsp.serverCommand'].default, '');
     assert.ok(properties['llamaLsp.trace.server']);
-    assert.equal(properties['llamaLsp.verifyCommand'].default, '');
+    assert.equal(properties['llamaLsp.verifyCommand'].default, 'auto');
     assert.equal(properties['llamaLsp.verifyTimeout'].default, SERVER_DEFAULTS.verifyTimeout);
     assert.equal(properties['llamaLsp.maxVerifyAttempts'].default, SERVER_DEFAULTS.maxVerifyAttempts);
     assert.equal(properties['llamaLsp.warm'].type, 'boolean');
@@ -130,13 +140,15 @@ describe('settings', () => {
     }
   });
 
-  test('initializationOptions carry every server setting, and untrusted, all but TRUSTED_ONLY', () => {
+  test('initializationOptions carry every server setting, and untrusted, all but TRUSTED_ONLY or their UNTRUSTED_VALUES', () => {
     assert.deepEqual(TRUSTED_ONLY, ['verifyCommand', 'verifySandbox']);
+    assert.deepEqual(UNTRUSTED_VALUES, { verifyCommand: '' });
     const settings = readSettings(vscode.workspace.getConfiguration('llamaLsp'));
     assert.deepEqual(Object.keys(initializationOptions(settings, true)).sort(), Object.keys(SERVER_DEFAULTS).sort());
     const untrusted = Object.keys(initializationOptions(settings, false)).sort();
     const trustedOnly: readonly string[] = TRUSTED_ONLY;
-    assert.deepEqual(untrusted, Object.keys(SERVER_DEFAULTS).filter((key) => !trustedOnly.includes(key)).sort());
+    const sent = Object.keys(SERVER_DEFAULTS).filter((key) => !trustedOnly.includes(key) || key in UNTRUSTED_VALUES);
+    assert.deepEqual(untrusted, sent.sort());
   });
 
   test('the backend setting says where the key comes from, with an example', () => {
@@ -170,21 +182,20 @@ describe('workspace trust', () => {
     assert.equal(configurationForServer('llamaLsp.verifyCommand', 'pytest', true), 'pytest');
   });
 
-  test('untrusted: verifyCommand is removed, the rest kept, the original untouched', () => {
-    assert.deepEqual(forTrust(section, false), { model: 'm', verifyTimeout: 60 });
+  test('untrusted: verifyCommand is "" (no checks), the rest kept, the original untouched', () => {
+    assert.deepEqual(forTrust(section, false), { model: 'm', verifyCommand: '', verifyTimeout: 60 });
     assert.equal(section.verifyCommand, 'python -m pytest -q');
   });
 
-  test('untrusted: every shape of workspace/configuration answer loses it', () => {
-    assert.deepEqual(configurationForServer('llamaLsp', section, false), { model: 'm', verifyTimeout: 60 });
-    assert.equal(configurationForServer('llamaLsp.verifyCommand', 'pytest', false), null);
+  test('untrusted: every shape of workspace/configuration answer turns it off', () => {
+    const off = { model: 'm', verifyCommand: '', verifyTimeout: 60 };
+    assert.deepEqual(configurationForServer('llamaLsp', section, false), off);
+    assert.equal(configurationForServer('llamaLsp.verifyCommand', 'pytest', false), '');
     assert.deepEqual(configurationForServer(null, { editor: { tabSize: 4 }, llamaLsp: section }, false), {
       editor: { tabSize: 4 },
-      llamaLsp: { model: 'm', verifyTimeout: 60 },
+      llamaLsp: off,
     });
-    assert.deepEqual(configurationForServer(undefined, { llamaLsp: section }, false), {
-      llamaLsp: { model: 'm', verifyTimeout: 60 },
-    });
+    assert.deepEqual(configurationForServer(undefined, { llamaLsp: section }, false), { llamaLsp: off });
     // Other sections and settings pass through.
     assert.equal(configurationForServer('llamaLsp.model', 'm', false), 'm');
     assert.deepEqual(configurationForServer('editor', { tabSize: 4 }, false), { tabSize: 4 });
