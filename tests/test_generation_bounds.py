@@ -26,6 +26,7 @@ def test_a_block_may_be_written_again_whole_up_to_four_times_max_tokens():
         actions.write_tokens(fix, "x" * 30_000, 1024)  # cannot be written again within the bound
     # New tests need not repeat the code: a long block bounds them the same, and is no reason to refuse.
     assert actions.write_tokens(tests, "x" * 30_000, 1024) == 4 * 1024
+    assert actions.write_tokens(tests, "x = 1\n", 1024) == 2 * 1024  # a test file outgrows its code
 
 
 def long_function(lines: int) -> str:

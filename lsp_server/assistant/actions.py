@@ -54,6 +54,9 @@ class ActionSpec:
     # Its edits keep every line of code: whatever proposes them, only the comments and docstrings they add
     # are recorded (proposals.Proposals), the rest is dropped.
     documentation_only: bool = False
+    # Its new test file keeps only the tests that pass on the code as it is (passing_tests.py); when none
+    # does, there is no edit rather than a failing one.
+    keeps_passing_tests: bool = False
 
 
 ACTIONS: tuple[ActionSpec, ...] = (
@@ -120,6 +123,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "`{test_file}` in one ```{language} block. Write only that block.",
         tool_instruction="Propose the tests as a new file: call create_file with the path named above.",
         edit_tools=("create_file",),
+        keeps_passing_tests=True,
     ),
 )
 
@@ -161,8 +165,12 @@ def code_shown(action: ActionSpec, source: str, first: int, last: int, python: b
 def write_tokens(action: ActionSpec, code: str, max_tokens: int) -> int:
     """Tokens the model may write for an action's block (of `code`): room for the block again and what
     is said before it (two characters a token), at least maxTokens and at most REWRITE_MAX_FACTOR times
-    it. Raises BlockTooLong for a block to write again (not new tests) that cannot fit in that bound."""
+    it. New tests get at least twice maxTokens: a test file is usually longer than the code it tests, and
+    one cut off cannot parse. Raises BlockTooLong for a block to write again (not new tests) that cannot
+    fit in that bound."""
     bound = REWRITE_MAX_FACTOR * max_tokens
+    if action.output is Output.TEST_FILE:
+        return min(max(2 * max_tokens, len(code) // 2), bound)
     if action.output is Output.BLOCK and len(code) > CHARS_PER_TOKEN_AT_MOST * bound:
         raise BlockTooLong(
             f"{len(code) // CHARS_PER_TOKEN_AT_MOST} tokens or more, and an answer may write "

@@ -51,6 +51,8 @@ def find_tests(folder: Path, edited: Path) -> TestPlan:
     if edited.suffix != ".py":
         return TestPlan(None, f'"auto" finds Python tests only: set verifyCommand to check {edited.name}')
     tests = _test_files(folder)
+    if is_test_file(edited) and edited not in tests:
+        tests.append(edited)  # a new test file (Write tests): it exists in the check's copy only
     if not tests:
         return TestPlan(None, f"no tests found in {folder.name} (no test_*.py or *_test.py files)")
     runner = "pytest" if _configured_for_pytest(folder, tests) else "unittest"

@@ -15,12 +15,13 @@ import logging
 import shlex
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import passing_tests
 from .check_sandbox import CheckSandbox, CopyRefused, SandboxUnavailable, copy_folder, left_out_note
-from .proposals import Checkpoint
+from .proposals import Checkpoint, ProposedEdit
 from .sandbox import Sandbox
 from .test_discovery import find_tests
 from .tools import ToolRunner
@@ -49,6 +50,10 @@ class Verification:
     first_failure: tuple[Checkpoint, CheckResult] | None = None
     passed_before: bool | None = None  # the command on the code without the edit; None: not run
     sandbox: str | None = None  # the isolation the command ran under ("bwrap", "none"); None: it never ran
+    # Write tests: the tests of the new file that failed on the code as it is, dropped from it; and how
+    # many it had.
+    dropped_tests: list[str] = field(default_factory=list)
+    written_tests: int = 0
     refused: str | None = None  # why the command could not run at all (no sandbox); None: it could
 
     def to_json(self) -> dict[str, Any]:
@@ -59,6 +64,7 @@ class Verification:
             "passedBefore": self.passed_before,
             "attempts": self.attempts,
             "sandbox": self.sandbox,
+            "droppedTests": self.dropped_tests,
             "output": self.output,
             "summary": self.summary(),
         }
@@ -79,6 +85,11 @@ class Verification:
                 said += "; it failed before the edit"
             elif self.passed_before:  # then it may not exercise what a fix changes
                 said += "; it passed before the edit too"
+            if self.dropped_tests:
+                said += (
+                    f"; {len(self.dropped_tests)} of {self.written_tests} tests written failed on the code "
+                    f"as it is and were dropped: {', '.join(self.dropped_tests)}"
+                )
             return said
         if self.attempts == 1:  # the other candidates, if any, repeated that edit
             return f"not verified: `{self.command}` failed on the one edit it checked"
@@ -110,6 +121,7 @@ class Verifier:
         self.verification = Verification(None, auto=True) if command == AUTO else Verification(command)
         self._before: asyncio.Future[CheckResult | None] | None = None
         self._checks_fixes = True
+        self._keeps_passing_tests = False
 
     @property
     def exhausted(self) -> bool:
@@ -124,6 +136,11 @@ class Verifier:
         """
         self._checks_fixes = fixing
         self._before = asyncio.ensure_future(self._run({}, path))
+
+    def keep_passing_tests(self) -> None:
+        """A new test file that fails its check keeps the tests that passed (Write tests): the failing
+        ones are dropped and the rest checked again. When none passes, no candidate comes back."""
+        self._keeps_passing_tests = True
 
     async def result_before(self) -> CheckResult | None:
         """The look before the edit, once it finished; None when there was none, or it could not run."""
@@ -160,6 +177,8 @@ class Verifier:
         self.verification.attempts += 1
         log.info("check %d: %s in %.1f s", self.verification.attempts, result.passed, result.seconds)
         self.verification.output = result.output
+        if not result.passed and self._keeps_passing_tests:
+            result = await self._without_failing_tests(runner, result)
         if result.passed:
             self.verification.passed = True
             return None
@@ -172,10 +191,31 @@ class Verifier:
             "Find what is wrong and write it again."
         )
 
+    async def _without_failing_tests(self, runner: ToolRunner, result: CheckResult) -> CheckResult:
+        """The latest edit, a new test file whose check failed, recorded again without the tests that
+        failed and checked again; `result` as it was when that cannot be done."""
+        edit = runner.proposals.edits[-1]
+        text = runner.proposals.changed_texts()[edit.path]
+        failed = passing_tests.failed_tests(result.output, edit.path.name)
+        kept = passing_tests.without_tests(text, failed) if edit.kind == "create" and failed else None
+        if kept is None or failed is None:
+            return result
+        runner.proposals.withdraw_latest()
+        runner.proposals.record(ProposedEdit(edit.path, None, kept), None, kept)
+        again = await self._run(runner.proposals.changed_texts(), edit.path)
+        if again is None or not again.passed:
+            return result  # check_latest withdraws the pruned file, as it would the whole one
+        log.info("dropped %d failing tests of %s", len(failed), edit.path.name)
+        self.verification.output = again.output
+        self.verification.dropped_tests = sorted("::".join(test) for test in failed)
+        self.verification.written_tests = passing_tests.count_tests(text)
+        return again
+
     def settle(self, runner: ToolRunner) -> None:
         """When no edit passed: bring back the first failed candidate (greedy, so the likeliest), marked
-        as failed. The user sees it, and why it failed, rather than nothing."""
-        if runner.proposals.edits or self.verification.first_failure is None:
+        as failed. The user sees it, and why it failed, rather than nothing; except new tests, which are
+        no use failing (keep_passing_tests)."""
+        if runner.proposals.edits or self.verification.first_failure is None or self._keeps_passing_tests:
             return
         state, result = self.verification.first_failure
         runner.proposals.restore(state)

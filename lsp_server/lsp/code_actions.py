@@ -142,6 +142,8 @@ async def _run(turns: TurnService, request: protocol.CodeActionRequest, action: 
             # The model never reads this check's output: in a Fix's prompt it made the 1.5B model's
             # fixes worse on the eval's tasks.
             turn.verifier.look_before(path, fixing=action.fixing)
+        if turn.verifier is not None and action.keeps_passing_tests:
+            turn.verifier.keep_passing_tests()
         if action.output is Output.ANSWER:
             await turn.ask(f"{message}\n\n{action.instruction}")
         else:

@@ -94,12 +94,14 @@ export interface ToolCall {
 }
 
 /**
- * Whether a proposed edit was checked with the user's `verifyCommand`, run by the server on a temporary
- * copy of the folder with the edit applied (exit status 0 passes).
+ * Whether a proposed edit was checked with `verifyCommand` (the project's tests with "auto"), run by the
+ * server on a temporary copy of the folder with the edit applied (exit status 0 passes).
  */
 export interface Verification {
-  /** The command as set; null when no verifyCommand is set. */
+  /** The command that ran; null when none is set, or "auto" found none. */
   command: string | null;
+  /** With "auto": why that command (runner, interpreter, test files), or why none. Absent from older servers. */
+  reason?: string | null;
   /** null: not checked (no command set, or no edit to check). */
   passed: boolean | null;
   attempts: number;

@@ -1,0 +1,133 @@
+"""Write tests keeps only the tests that pass on the code as it is (passing_tests.py, and the check in
+verify.py that drops the rest), with real pytest runs in the check's sandbox; no model."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from lsp_server.assistant.passing_tests import count_tests, failed_tests, without_tests
+from lsp_server.assistant.sandbox import Sandbox
+from lsp_server.assistant.tools import ToolRunner
+from lsp_server.assistant.verify import Verifier
+
+CALC = "def add(a, b):\n    return a + b\n"
+WRITTEN = """import pytest
+
+from calc import add
+
+
+def test_add():
+    assert add(2, 3) == 5
+
+
+@pytest.mark.parametrize("a", [1, 2])
+def test_wrong(a):
+    assert add(a, a) == 3
+
+
+class TestMore:
+    def test_zero(self):
+        assert add(0, 0) == 0
+
+    def test_bad(self):
+        assert add(1, 1) == 3
+
+
+class TestAllWrong:
+    def test_one(self):
+        assert add(1, 0) == 0
+"""
+REPORT = """FAILED test_calc.py::test_wrong[1] - assert 2 == 3
+FAILED test_calc.py::test_wrong[2] - assert 4 == 3
+FAILED test_calc.py::TestMore::test_bad - assert 2 == 3
+FAILED test_calc.py::TestAllWrong::test_one - assert 1 == 0
+4 failed, 2 passed in 0.03s
+"""
+
+
+def names(source: str) -> list[str]:
+    found = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef):
+            found.append(node.name)
+        elif isinstance(node, ast.ClassDef):
+            found += [f"{node.name}::{item.name}" for item in node.body if isinstance(item, ast.FunctionDef)]
+    return found
+
+
+def test_the_failing_tests_are_read_from_pytests_summary():
+    assert failed_tests(REPORT, "test_calc.py") == {
+        ("test_wrong",),
+        ("TestMore", "test_bad"),
+        ("TestAllWrong", "test_one"),
+    }
+    # A failure elsewhere, a collection error, or nothing that passed: dropping tests cannot help.
+    assert (
+        failed_tests(REPORT.replace("test_calc.py::test_wrong[1]", "test_other.py::test_x"), "test_calc.py")
+        is None
+    )
+    assert failed_tests("ERROR test_calc.py - ImportError\n1 error in 0.1s", "test_calc.py") is None
+    assert failed_tests(REPORT.replace("2 passed", "0 passed"), "test_calc.py") is None
+    assert failed_tests("no tests ran in 0.01s", "test_calc.py") is None
+
+
+def test_the_failing_tests_are_removed_with_their_decorators_and_empty_classes():
+    kept = without_tests(WRITTEN, failed_tests(REPORT, "test_calc.py") or set())
+    assert kept is not None
+    assert names(kept) == ["test_add", "TestMore::test_zero"]
+    assert "parametrize" not in kept and "TestAllWrong" not in kept and "import pytest" in kept
+    assert count_tests(WRITTEN) == 5 and count_tests(kept) == 2
+    assert (
+        without_tests(
+            WRITTEN,
+            {
+                ("test_add",),
+                ("test_wrong",),
+                ("TestMore", "test_zero"),
+                ("TestMore", "test_bad"),
+                ("TestAllWrong", "test_one"),
+            },
+        )
+        is None
+    )
+
+
+def new_test_file(project: Path, text: str) -> ToolRunner:
+    runner = ToolRunner(Sandbox([project]))
+    assert runner.propose_file("test_calc.py", text) is None
+    return runner
+
+
+async def test_a_new_test_file_keeps_the_tests_that_pass_and_says_which_were_dropped(tmp_path: Path):
+    (tmp_path / "calc.py").write_text(CALC)
+    check = Verifier("auto", 30, 3, Sandbox([tmp_path]))
+    check.keep_passing_tests()
+    runner = new_test_file(tmp_path, WRITTEN)
+    assert await check.check_latest(runner) is None
+    (kept,) = runner.proposals.changed_texts().values()
+    assert names(kept) == ["test_add", "TestMore::test_zero"]
+    assert runner.proposals.edits[-1].kind == "create" and runner.proposals.edits[-1].new_text == kept
+    result = check.verification.to_json()
+    assert result["passed"] is True and result["attempts"] == 1 and "2 passed" in result["output"]
+    assert result["droppedTests"] == ["TestAllWrong::test_one", "TestMore::test_bad", "test_wrong"]
+    assert result["summary"].endswith(
+        "; 3 of 5 tests written failed on the code as it is and were dropped: "
+        "TestAllWrong::test_one, TestMore::test_bad, test_wrong"
+    )
+
+
+async def test_tests_that_all_fail_or_collect_nothing_are_no_edit(tmp_path: Path):
+    (tmp_path / "calc.py").write_text(CALC)
+    for written in (
+        "from calc import add\n\n\ndef test_bad():\n    assert add(1, 1) == 3\n",
+        "import calc\n",
+    ):
+        check = Verifier("auto", 30, 3, Sandbox([tmp_path]))
+        check.keep_passing_tests()
+        runner = new_test_file(tmp_path, written)
+        problem = await check.check_latest(runner)
+        assert problem is not None and "failed" in problem
+        check.settle(runner)  # no failed candidate comes back, unlike other actions' edits
+        assert runner.proposals.edits == []
+        assert check.verification.passed is False
