@@ -63,10 +63,13 @@ def test_each_action_has_the_prompts_its_output_needs(action: ActionSpec) -> Non
         assert not action.edit_tools and not action.tool_instruction, f"{action.name} answers in words"
     else:
         assert fields <= TEMPLATE_FIELDS, f"{action.name}: unknown fields {fields - TEMPLATE_FIELDS}"
-        assert action.tool_instruction.strip(), f"{action.name}: no instruction for the edit tools"
-        assert action.edit_tools, f"{action.name}: no edit tool to fall back on"
+        has_prompt = bool(action.tool_instruction.strip())
+        assert has_prompt == bool(action.edit_tools), f"{action.name}: edit tools without a prompt, or back"
     if action.output is Output.TEST_FILE:
         assert "test_file" in fields, f"{action.name} writes a test file without naming it"
+        assert not action.edit_tools, f"{action.name}: a test file is written whole, never as a JSON argument"
+    elif action.output is Output.BLOCK:
+        assert action.edit_tools, f"{action.name}: no edit tool to fall back on"
 
 
 def test_the_server_offers_every_lsp_kind() -> None:

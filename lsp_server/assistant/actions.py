@@ -40,7 +40,8 @@ class ActionSpec:
     # Asked after the code is shown: the question of an ANSWER; for the others a template that asks for
     # the block ({first}, {last}, {path}, {language}, {test_file}), repeated after a refusal.
     instruction: str
-    # When the block never came out right: what the edit tools are asked for, and which of them may be used.
+    # When the block never came out right: what the edit tools are asked for, and which of them may be
+    # used; none: no such turn.
     tool_instruction: str = ""
     edit_tools: tuple[str, ...] = ()
     for_diagnostics: bool = False  # offered only when the request has diagnostics, and about them
@@ -121,8 +122,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
         output=Output.TEST_FILE,
         instruction="Write unit tests for this code, in the project's test style, as the complete new file "
         "`{test_file}` in one ```{language} block. Write only that block.",
-        tool_instruction="Propose the tests as a new file: call create_file with the path named above.",
-        edit_tools=("create_file",),
+        # No edit-tool turn: a whole test file as a create_file argument is JSON-escaped text, which this
+        # size of model gets wrong (and which retries grow past the context).
         keeps_passing_tests=True,
     ),
 )

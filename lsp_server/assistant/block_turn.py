@@ -152,7 +152,10 @@ class BlockTurn:
         if failed_check and self.first_failed is None:
             self._start_candidates(reply)
         elif self.first_failed is None:  # feedback: the model reads why, then writes the block again
-            self.exchange += [reply, {"role": "user", "content": f"{problem}\n\n{self.request.write}"}]
+            # Only the latest refusal stays: each is a whole block (a test file can be thousands of
+            # tokens), and a pile of them would outgrow the context.
+            feedback = {"role": "user", "content": f"{problem}\n\n{self.request.write}"}
+            self.exchange = [self.exchange[0], reply, feedback]
         return False
 
     def _start_candidates(self, failed: Message) -> None:

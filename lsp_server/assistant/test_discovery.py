@@ -56,10 +56,10 @@ def find_tests(folder: Path, edited: Path) -> TestPlan:
     if not tests:
         return TestPlan(None, f"no tests found in {folder.name} (no test_*.py or *_test.py files)")
     runner = "pytest" if _configured_for_pytest(folder, tests) else "unittest"
-    python, where = _interpreter(folder, runner)
+    python, where, projects = _interpreter(folder, runner)
     if python is None and runner == "pytest" and all(_uses_unittest(test) for test in tests):
         runner = "unittest"  # unittest-style tests run without pytest too
-        python, where = _interpreter(folder, runner)
+        python, where, projects = _interpreter(folder, runner)
     if python is None:
         return TestPlan(
             None,
@@ -70,16 +70,19 @@ def find_tests(folder: Path, edited: Path) -> TestPlan:
     chosen = related or tests
     files = " ".join(shlex.quote(test.relative_to(folder).as_posix()) for test in chosen)
     if runner == "pytest":
-        command = (
-            f"{shlex.quote(python)} -m pytest -q -p no:cacheprovider {files if related else ''}".rstrip()
-        )
+        # Outside the project's own environment, the plugins installed beside pytest are not the project's.
+        plugins = "" if projects else "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 "
+        command = f"{plugins}{shlex.quote(python)} -m pytest -q -p no:cacheprovider"
+        command += f" {files}" if related else ""
     else:
         command = f"{shlex.quote(python)} -m unittest {files}"
-    which = (
-        f"{_count(len(related), 'test file')} that import{'s' if len(related) == 1 else ''} {edited.stem}"
-        if related
-        else f"all {_count(len(tests), 'test file')} (none imports {edited.stem})"
-    )
+    if related == [edited]:
+        which = f"{edited.name} itself"
+    elif related:
+        verb = "imports" if len(related) == 1 else "import"
+        which = f"{_count(len(related), 'test file')} that {verb} {edited.stem}"
+    else:
+        which = f"all {_count(len(tests), 'test file')} (none imports {edited.stem})"
     return TestPlan(command, f"{runner} with {where}, on {which}")
 
 
@@ -153,27 +156,27 @@ def _imports(test: Path, edited: Path, folder: Path) -> bool:
     return False
 
 
-def _interpreter(folder: Path, runner: str) -> tuple[str | None, str]:
-    """The Python to run the tests with, and where it comes from; (None, what was looked at) when none
-    has the runner. A project's own environment, where it has one (read, never run: it is the
-    workspace's code), since only it has the project's dependencies; else the server's own interpreter,
-    which the sandbox binds back, or python3 on PATH (not one under the home directory, such as pyenv's
-    shims: the sandbox hides it)."""
+def _interpreter(folder: Path, runner: str) -> tuple[str | None, str, bool]:
+    """The Python to run the tests with, where it comes from, and whether it is the project's own (None
+    and what was looked at when none has the runner). The project's own environment where it has one
+    (read, never run: it is the workspace's code), since only it has the project's dependencies; else
+    the server's own interpreter, which the sandbox binds back, or python3 on PATH (not one under the
+    home directory, such as pyenv's shims: the sandbox hides it)."""
     for name in VENV_NAMES:
         if (folder / name / "bin" / "python").exists():
             if runner == "unittest" or any((folder / name).glob("lib/python3*/site-packages/pytest")):
-                return f"{name}/bin/python", f"the project's {name}"
-            return None, f"the project's {name} has no pytest"
+                return f"{name}/bin/python", f"the project's {name}", True
+            return None, f"the project's {name} has no pytest", True
     looked: list[str] = []
     system = shutil.which("python3")
     if system and Path(os.path.realpath(system)).is_relative_to(Path.home()):
         system = None
     for python in (sys.executable, system):
         if python and (runner == "unittest" or _has_pytest(python)):
-            return python, python
+            return python, python, False
         if python:
             looked.append(f"{python} has no pytest")
-    return None, "; ".join(looked) or "no Python found"
+    return None, "; ".join(looked) or "no Python found", False
 
 
 @functools.cache

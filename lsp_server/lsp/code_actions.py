@@ -172,7 +172,8 @@ async def _write_edit(
     language: str,
     second_look: str,
 ) -> None:
-    """The model writes the block again (or the test file); the edit tools get a turn if that fails."""
+    """The model writes the block again (or the test file); the edit tools, where the action has any, get
+    a turn if that fails."""
     assert turn.path is not None
     path, source, runner = turn.path, turn.text, turn.runner
     test_file = actions.test_file_for(path, turn.sandbox)
@@ -196,7 +197,7 @@ async def _write_edit(
     await turn.write_block(
         block, actions.block_proposer(action, runner, path, source, first, last, test_file)
     )
-    if not runner.proposals.edits and not turn.checked_without_passing:
+    if not runner.proposals.edits and not turn.checked_without_passing and action.edit_tools:
         # The block never came out right (a small model may keep writing the code back as it was):
         # the edit tools get their turn, in the same conversation, from the warm cache.
         await turn.ask(action.tool_instruction, want_edit=True, edit_tools=action.edit_tools)
