@@ -66,9 +66,9 @@ async def test_write_tests_on_a_long_block_stops_at_its_bound_and_a_rewrite_too_
         tests = await run("tests")
         assert "the model proposed no applicable edit" in tests.message
         totals = (await client.request(protocol.STATS, {}))["totals"]
-        # Two tries at the file, each within 4 x maxTokens, then the edit tools' two steps within maxTokens.
-        bound = BLOCK_ATTEMPTS * 4 * MAX_TOKENS + 2 * MAX_TOKENS
-        assert 0 < totals["nGenerated"] <= bound, totals
+        # Two tries at the file, each within 4 x maxTokens; no edit-tool turn after them for a test file.
+        assert totals["steps"] == BLOCK_ATTEMPTS, totals
+        assert 0 < totals["nGenerated"] <= BLOCK_ATTEMPTS * 4 * MAX_TOKENS, totals
 
         refactor = await run("refactor")
         assert refactor.code == -32803
