@@ -902,18 +902,5 @@ if vim.env.LLAMA_LSP_STEPS then
     return assert(by_name[name], "no step named " .. name)
   end, vim.json.decode(vim.env.LLAMA_LSP_STEPS))
 end
-for index, current in ipairs(steps) do
-  local ok, err = xpcall(current.run, debug.traceback)
-  if ok then
-    io.stdout:write(string.format("ok %d - %s\n", index, current.name))
-  else
-    io.stdout:write(string.format("not ok %d - %s\n%s\n", index, current.name, err))
-    os.exit(1)
-  end
-end
-
-vim.lsp.stop_client(vim.lsp.get_clients())
-vim.wait(5000, function()
-  return #vim.lsp.get_clients() == 0
-end)
-os.exit(0)
+local here = vim.fs.dirname(debug.getinfo(1, "S").source:sub(2))
+dofile(vim.fs.joinpath(here, "run_steps.lua"))(steps)
