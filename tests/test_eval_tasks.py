@@ -14,6 +14,7 @@ import pytest
 
 from harness.eval_tasks import TASKS, Task
 from lsp_server.assistant.rewrite import python_code_changed
+from lsp_server.assistant.test_discovery import find_tests
 
 
 def _load_runner() -> ModuleType:
@@ -47,6 +48,17 @@ def test_the_task_set_has_what_the_issue_asks_for():
     assert len(by_kind("fix")) >= 15
     assert len(by_kind("document")) >= 5
     assert len(by_kind("tests")) >= 3
+
+
+@pytest.mark.parametrize("directory", by_kind("fix") + by_kind("document"), ids=lambda d: d.name)
+def test_auto_checks_find_the_tests_that_decide_the_task(directory: Path, tmp_path: Path):
+    """verifyCommand "auto" runs the task's own test file, the one `make eval --verify` sets by hand."""
+    task = Task.load(directory)
+    copy(task, tmp_path)
+    plan = find_tests(tmp_path, tmp_path / task.file)
+    tests = sorted(p.name for p in tmp_path.glob("test_*.py"))
+    assert plan.command is not None and plan.command.endswith(f"-m pytest -q -p no:cacheprovider {tests[0]}")
+    assert len(tests) == 1 and plan.reason.endswith(f"1 test file that imports {Path(task.file).stem}")
 
 
 @pytest.mark.parametrize("directory", by_kind("fix"), ids=lambda d: d.name)
