@@ -102,6 +102,8 @@ export interface Verification {
   command: string | null;
   /** With "auto": why that command (runner, interpreter, test files), or why none. Absent from older servers. */
   reason?: string | null;
+  /** Write tests: the tests that failed on the code as it is, dropped from the file. Absent from older servers. */
+  droppedTests?: string[];
   /** null: not checked (no command set, or no edit to check). */
   passed: boolean | null;
   attempts: number;
