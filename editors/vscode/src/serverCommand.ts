@@ -57,7 +57,7 @@ export function compareVersions(a: string, b: string): number {
 /** The server installed in `root/<version>`: its executable in the version's virtualenv. */
 export function installedExecutable(root: string, version: string, platform: NodeJS.Platform = process.platform): string {
   const p = platform === 'win32' ? path.win32 : path.posix;
-  return p.join(root, version, platform === 'win32' ? 'Scripts' : 'bin', executableName(platform));
+  return venvExecutable(p.join(root, version), platform);
 }
 
 /** The newest complete installed server under `root`, if any. */
@@ -80,9 +80,10 @@ function executableName(platform: NodeJS.Platform): string {
   return platform === 'win32' ? 'llama-lsp.exe' : 'llama-lsp';
 }
 
-function venvExecutable(root: string, platform: NodeJS.Platform): string {
+/** `llama-lsp` in the virtualenv `venv`. */
+function venvExecutable(venv: string, platform: NodeJS.Platform): string {
   const p = platform === 'win32' ? path.win32 : path.posix;
-  return p.join(root, '.venv', platform === 'win32' ? 'Scripts' : 'bin', executableName(platform));
+  return p.join(venv, platform === 'win32' ? 'Scripts' : 'bin', executableName(platform));
 }
 
 function expandHome(file: string, homeDir: string): string {
@@ -114,10 +115,10 @@ export function resolveServerCommand(setting: unknown, env: ResolveEnv): ServerC
     if (env.isExecutable(candidate)) return { command: candidate, args: [], source: 'PATH' };
   }
   for (const folder of env.workspaceTrusted ? env.workspaceFolders : []) {
-    const candidate = venvExecutable(folder, env.platform);
+    const candidate = venvExecutable(p.join(folder, '.venv'), env.platform);
     if (env.isExecutable(candidate)) return { command: candidate, args: [], source: 'workspace' };
   }
-  const checkout = venvExecutable(p.resolve(env.extensionPath, '..', '..'), env.platform);
+  const checkout = venvExecutable(p.resolve(env.extensionPath, '..', '..', '.venv'), env.platform);
   if (env.isExecutable(checkout)) return { command: checkout, args: [], source: 'checkout' };
   return env.installRoot !== undefined ? installedServer(env.installRoot, env) : undefined;
 }
