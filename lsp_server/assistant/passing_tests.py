@@ -38,52 +38,54 @@ def passed_count(output: str) -> int | None:
 def without_tests(source: str, failed: set[tuple[str, ...]]) -> str | None:
     """`source` without the test functions (and methods) in `failed`; a class left with no test method
     goes too. None when no test would be left."""
-    tree = ast.parse(source)
-    lines = source.splitlines(keepends=True)
     removed: list[tuple[int, int]] = []  # 0-based line ranges [start, end)
     kept_tests = 0
-
-    def span(node: ast.stmt) -> tuple[int, int]:
-        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-        return first - 1, node.end_lineno or node.lineno
-
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
+    for node, methods in _tests(ast.parse(source)):
+        if not isinstance(node, ast.ClassDef):
             if (node.name,) in failed:
-                removed.append(span(node))
+                removed.append(_span(node))
             else:
                 kept_tests += 1
-        elif isinstance(node, ast.ClassDef) and (node.name.startswith("Test") or _is_test_case(node)):
-            methods = _test_methods(node)
-            failing = [m for m in methods if (node.name, m.name) in failed]
-            if methods and len(failing) == len(methods):
-                removed.append(span(node))
-            else:
-                removed.extend(span(m) for m in failing)
-                kept_tests += len(methods) - len(failing)
+            continue
+        failing = [m for m in methods if (node.name, m.name) in failed]
+        if methods and len(failing) == len(methods):
+            removed.append(_span(node))
+        else:
+            removed.extend(_span(m) for m in failing)
+            kept_tests += len(methods) - len(failing)
     if kept_tests == 0:
         return None
     dropped = {index for start, end in removed for index in range(start, end)}
+    lines = source.splitlines(keepends=True)
     return "".join(line for index, line in enumerate(lines) if index not in dropped)
 
 
 def count_tests(source: str) -> int:
     """The test functions and methods in `source` (a parametrized one counts once)."""
-    count = 0
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
-            count += 1
+    tests = _tests(ast.parse(source))
+    return sum(len(methods) if isinstance(node, ast.ClassDef) else 1 for node, methods in tests)
+
+
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _tests(tree: ast.Module) -> list[tuple[_Function | ast.ClassDef, list[_Function]]]:
+    """The module's test functions (with no methods) and test classes (with their test methods), as
+    pytest collects them: `test*` functions, and `Test*` classes or unittest TestCases."""
+    found: list[tuple[_Function | ast.ClassDef, list[_Function]]] = []
+    for node in tree.body:
+        if isinstance(node, _Function) and node.name.startswith("test"):
+            found.append((node, []))
         elif isinstance(node, ast.ClassDef) and (node.name.startswith("Test") or _is_test_case(node)):
-            count += len(_test_methods(node))
-    return count
+            methods = [m for m in node.body if isinstance(m, _Function) and m.name.startswith("test")]
+            found.append((node, methods))
+    return found
 
 
-def _test_methods(node: ast.ClassDef) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    return [
-        item
-        for item in node.body
-        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name.startswith("test")
-    ]
+def _span(node: ast.stmt) -> tuple[int, int]:
+    """A definition's 0-based line range [start, end), its decorators included."""
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    return first - 1, node.end_lineno or node.lineno
 
 
 def _is_test_case(node: ast.ClassDef) -> bool:
