@@ -214,14 +214,15 @@ class Sandbox:
             return path.parent, (path.name,)
         raise ToolError(f"{name} is outside the workspace")
 
-    def files(self) -> dict[Path, str]:
-        """Every file in the folders outside the skipped directories: resolved path -> shown path."""
+    def files(self, skipped: frozenset[str] = SKIPPED_DIRS) -> dict[Path, str]:
+        """Every file in the folders outside the skipped directories (and dot-directories): resolved
+        path -> shown path."""
         found: dict[Path, str] = {}
         for root in self.roots:
             # fwalk opens each directory it lists by descriptor and never follows a linked one, which
             # could lead out of the folder or loop, even when a directory is swapped for a link meanwhile.
             for dirpath, dirnames, filenames, dirfd in os.fwalk(root):
-                dirnames[:] = [d for d in dirnames if d not in SKIPPED_DIRS and not d.startswith(".")]
+                dirnames[:] = [d for d in dirnames if d not in skipped and not d.startswith(".")]
                 for filename in filenames:
                     if len(found) >= WALK_MAX_FILES:
                         log.warning("stopped listing %s after %d files", root, WALK_MAX_FILES)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .check_sandbox import NOT_COPIED, VENV_NAMES
+from .sandbox import Sandbox
 
-MAX_FILES_SEEN = 5_000  # a walk that finds more stops there: a huge folder is not searched to its end
 MAX_TEST_BYTES = 512 * 1024  # larger test files are run but not read for imports
 
 # Where a project says it uses pytest: the file, and the section header that says so (None: any content).
@@ -50,6 +50,7 @@ def find_tests(folder: Path, edited: Path) -> TestPlan:
     """The plan for checking an edit of `edited` in `folder` (the folder the check copies)."""
     if edited.suffix != ".py":
         return TestPlan(None, f'"auto" finds Python tests only: set verifyCommand to check {edited.name}')
+    folder, edited = folder.resolve(), edited.resolve()  # as Sandbox.files() lists them
     tests = _test_files(folder)
     if is_test_file(edited) and edited not in tests:
         tests.append(edited)  # a new test file (Write tests): it exists in the check's copy only
@@ -91,18 +92,8 @@ def _count(n: int, noun: str) -> str:
 
 
 def _test_files(folder: Path) -> list[Path]:
-    found: list[Path] = []
-    seen = 0
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in NOT_COPIED and not d.startswith("."))
-        for name in sorted(files):
-            seen += 1
-            path = Path(root) / name
-            if is_test_file(path) and not path.is_symlink():
-                found.append(path)
-        if seen > MAX_FILES_SEEN:
-            break
-    return found
+    """The folder's test files, outside what the check's copy leaves out (environments, caches)."""
+    return sorted(path for path in Sandbox([folder]).files(skipped=NOT_COPIED) if is_test_file(path))
 
 
 def _read(path: Path) -> str:
