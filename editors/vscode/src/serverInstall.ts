@@ -269,7 +269,13 @@ export class ServerInstaller {
     const reinstall = this.server.command?.source === 'installed' && this.server.command.version === wheel.version;
     if (reinstall) await this.server.stop();
     const noServer = reinstall || this.server.command === undefined; // else an update: the old one runs meanwhile
-    if (noServer) this.server.noteInstalling(true);
+    if (noServer) {
+      this.server.noteInstalling(true);
+      // VS Code sends a status bar item's change on its next turn, a progress notification at once: yield
+      // that turn, so that the status says "installing" before the progress shows (not the "error" of
+      // no server, which the e2e saw once beside the progress).
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    }
     // In Restricted Mode the selected interpreter may be the workspace's own .venv: not run.
     const selected = vscode.workspace.isTrusted ? await pythonExtensionInterpreter() : [];
     const pythons = [...selected, 'python3', 'python'];
