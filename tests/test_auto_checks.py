@@ -42,7 +42,7 @@ def test_a_pytest_project_runs_the_test_files_that_import_the_edited_module(tmp_
     )
     plan = find_tests(project, project / "src" / "calc.py")
     # The server's own Python: its pytest plugins are not the project's.
-    pytest = f"{sys.executable} -m pytest -q -p no:cacheprovider"
+    pytest = f"{sys.executable} -m pytest -q -p no:cacheprovider --tb=short"
     assert plan.command == f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {pytest} tests/test_calc.py"
     assert plan.reason == f"pytest with {sys.executable}, on 1 test file that imports calc"
 
@@ -67,13 +67,13 @@ def test_the_projects_venv_is_the_interpreter_and_one_without_pytest_says_what_t
     assert "the project's .venv has no pytest" in plan.reason and "pip install pytest" in plan.reason
     (project / ".venv" / "lib" / "python3.11" / "site-packages" / "pytest").mkdir(parents=True)
     plan = find_tests(project, project / "calc.py")
-    assert plan.command == ".venv/bin/python -m pytest -q -p no:cacheprovider test_calc.py"
+    assert plan.command == ".venv/bin/python -m pytest -q -p no:cacheprovider --tb=short test_calc.py"
 
 
 def test_a_new_test_file_is_checked_alone(tmp_path: Path):
     project = write(tmp_path, {"calc.py": CALC, "test_other.py": SLOW_TEST, "other.py": ""})
     plan = find_tests(project, project / "test_calc.py")  # not written yet: it is in the check's copy only
-    assert plan.command is not None and plan.command.endswith("-m pytest -q -p no:cacheprovider test_calc.py")
+    assert plan.command is not None and plan.command.endswith("-m pytest -q -p no:cacheprovider --tb=short test_calc.py")
     assert plan.reason.endswith("on test_calc.py itself")
 
 

@@ -154,7 +154,7 @@ async def test_the_demo_fix_makes_the_failing_test_pass(client: AssistantClient,
     assert verification["passed"] is True, verification
     # The workspace's only test file imports inventory: that one, with the server's Python (which has
     # pytest; its plugins are not the workspace's), as the demo runs it by hand.
-    pytest_command = f"{sys.executable} -m pytest -q -p no:cacheprovider test_inventory.py"
+    pytest_command = f"{sys.executable} -m pytest -q -p no:cacheprovider --tb=short test_inventory.py"
     assert verification["command"] == f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {pytest_command}"
     assert verification["reason"] == f"pytest with {sys.executable}, on 1 test file that imports inventory"
     project = workspace.parent / "fixed-project"

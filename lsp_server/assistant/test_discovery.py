@@ -73,7 +73,8 @@ def find_tests(folder: Path, edited: Path) -> TestPlan:
     if runner == "pytest":
         # Outside the project's own environment, the plugins installed beside pytest are not the project's.
         plugins = "" if projects else "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 "
-        command = f"{plugins}{shlex.quote(python)} -m pytest -q -p no:cacheprovider"
+        # Short tracebacks: what the model reads of a failure, and what test_failures.py reads.
+        command = f"{plugins}{shlex.quote(python)} -m pytest -q -p no:cacheprovider --tb=short"
         command += f" {files}" if related else ""
     else:
         command = f"{shlex.quote(python)} -m unittest {files}"

@@ -250,24 +250,45 @@ class Verifier:
                 self.verification.refused = plan.reason
         if self.verification.refused is not None:
             return None
-        # The command may leave read-only files behind: they must not turn a check into an error.
-        with tempfile.TemporaryDirectory(prefix="llama-lsp-check-", ignore_cleanup_errors=True) as scratch:
-            copy = Path(scratch) / "copy" / root.name
-            copy.parent.mkdir()
-            left_out: list[str] = []
-            try:
-                if folder is not None:
-                    left_out = await asyncio.to_thread(copy_folder, root, copy)
-                else:
-                    copy.mkdir()
-            except CopyRefused as exc:
-                return CheckResult(False, f"could not copy the folder to check the edit: {exc}", 0.0)
-            for path, text in texts.items():
-                if path.is_relative_to(root):
-                    target = copy / path.relative_to(root)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_text(text, encoding="utf-8")
-            command = self.command.replace("{file}", shlex.quote(edited.relative_to(root).as_posix()))
-            ran = await self.check_sandbox.run(command, copy, Path(scratch), self.timeout_s, venvs_of=folder)
+        command = self.command.replace("{file}", shlex.quote(edited.relative_to(root).as_posix()))
+        ran = await run_on_copy(self.check_sandbox, command, root, folder is not None, texts, self.timeout_s)
+        if ran.isolation is not None:
             self.verification.sandbox = ran.isolation
-        return CheckResult(ran.passed, left_out_note(left_out) + ran.output, time.monotonic() - started)
+        return CheckResult(ran.passed, ran.output, time.monotonic() - started)
+
+
+@dataclass(frozen=True)
+class CopyRun:
+    """How a command went on a copy of a folder."""
+
+    passed: bool
+    output: str  # what was left out of the copy, then the command's trimmed output
+    isolation: str | None  # "bwrap" or "none"; None: the folder could not be copied, nothing ran
+    copy: Path  # where the copy was (gone now): the absolute paths in the output start with it
+
+
+async def run_on_copy(
+    check_sandbox: CheckSandbox, command: str, root: Path, copy_root: bool, texts: dict[Path, str], timeout_s: float
+) -> CopyRun:
+    """Runs `command` in `check_sandbox` on a fresh copy of the folder `root` (or, when not copy_root, an
+    empty folder of its name: a file outside every folder is checked alone) with `texts` written over it."""
+    # The command may leave read-only files behind: they must not turn a check into an error.
+    with tempfile.TemporaryDirectory(prefix="llama-lsp-check-", ignore_cleanup_errors=True) as scratch:
+        copy = Path(scratch) / "copy" / root.name
+        copy.parent.mkdir()
+        left_out: list[str] = []
+        try:
+            if copy_root:
+                left_out = await asyncio.to_thread(copy_folder, root, copy)
+            else:
+                copy.mkdir()
+        except CopyRefused as exc:
+            return CopyRun(False, f"could not copy the folder to check the edit: {exc}", None, copy)
+        for path, text in texts.items():
+            if path.is_relative_to(root):
+                target = copy / path.relative_to(root)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+        venvs_of = root if copy_root else None
+        ran = await check_sandbox.run(command, copy, Path(scratch), timeout_s, venvs_of=venvs_of)
+    return CopyRun(ran.passed, left_out_note(left_out) + ran.output, ran.isolation, copy)
