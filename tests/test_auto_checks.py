@@ -73,7 +73,9 @@ def test_the_projects_venv_is_the_interpreter_and_one_without_pytest_says_what_t
 def test_a_new_test_file_is_checked_alone(tmp_path: Path):
     project = write(tmp_path, {"calc.py": CALC, "test_other.py": SLOW_TEST, "other.py": ""})
     plan = find_tests(project, project / "test_calc.py")  # not written yet: it is in the check's copy only
-    assert plan.command is not None and plan.command.endswith("-m pytest -q -p no:cacheprovider --tb=short test_calc.py")
+    assert plan.command is not None and plan.command.endswith(
+        "-m pytest -q -p no:cacheprovider --tb=short test_calc.py"
+    )
     assert plan.reason.endswith("on test_calc.py itself")
 
 

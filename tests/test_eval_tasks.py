@@ -57,7 +57,9 @@ def test_auto_checks_find_the_tests_that_decide_the_task(directory: Path, tmp_pa
     copy(task, tmp_path)
     plan = find_tests(tmp_path, tmp_path / task.file)
     tests = sorted(p.name for p in tmp_path.glob("test_*.py"))
-    assert plan.command is not None and plan.command.endswith(f"-m pytest -q -p no:cacheprovider --tb=short {tests[0]}")
+    assert plan.command is not None and plan.command.endswith(
+        f"-m pytest -q -p no:cacheprovider --tb=short {tests[0]}"
+    )
     assert len(tests) == 1 and plan.reason.endswith(f"1 test file that imports {Path(task.file).stem}")
 
 

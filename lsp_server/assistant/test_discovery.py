@@ -40,6 +40,7 @@ class TestPlan:
 
     command: str | None  # None: nothing to run, and `reason` says why
     reason: str
+    tests: tuple[Path, ...] = ()  # the test files the command runs
 
 
 def is_test_file(path: Path) -> bool:
@@ -85,7 +86,7 @@ def find_tests(folder: Path, edited: Path) -> TestPlan:
         which = f"{_count(len(related), 'test file')} that {verb} {edited.stem}"
     else:
         which = f"all {_count(len(tests), 'test file')} (none imports {edited.stem})"
-    return TestPlan(command, f"{runner} with {where}, on {which}")
+    return TestPlan(command, f"{runner} with {where}, on {which}", tuple(chosen))
 
 
 def _count(n: int, noun: str) -> str:

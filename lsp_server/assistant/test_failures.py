@@ -25,7 +25,8 @@ MAX_MESSAGE_CHARS = 600
 _PYTEST_SECTION = re.compile(r"^_{3,} (?P<name>.+?) _{3,}$")
 _PYTEST_FRAME = re.compile(r"^(?P<path>[^\s:][^:]*\.py):(?P<line>\d+): in (?P<function>\S+)$")
 _PYTEST_END = re.compile(r"^={3,} .* ={3,}$")
-# unittest: `FAIL: test_a (test_u.T.test_a)` starts one, `  File "/x/test_u.py", line 5, in test_a` is a frame.
+# unittest: `FAIL: test_a (test_u.T.test_a)` starts one,
+# `  File "/x/test_u.py", line 5, in test_a` is a frame.
 _UNITTEST_SECTION = re.compile(r"^(?:FAIL|ERROR): (?P<name>\S+) \((?P<id>[^)]+)\)", re.M)
 _UNITTEST_FRAME = re.compile(r'^  File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)$')
 
@@ -42,6 +43,15 @@ class TestFailure:
     test: str  # as the runner names it: test_x.py::TestK::test_bad, or test_u.T.test_a
     message: str  # what failed: the assertion or the exception, a few lines
     frames: tuple[Frame, ...]  # in the folder's own files, outermost first
+
+    @property
+    def test_file(self) -> str:
+        """The test file the failure belongs to (relative to the folder, with /)."""
+        return _test_file(self.frames)
+
+
+def _test_file(frames: tuple[Frame, ...] | list[Frame]) -> str:
+    return next((f.path for f in frames if is_test_file(Path(f.path))), frames[0].path)
 
 
 @dataclass(frozen=True)
@@ -100,8 +110,7 @@ def _pytest_id(name: str, frames: list[Frame]) -> str:
         name = name.removeprefix(prefix)
     if name.startswith("ERROR collecting "):
         return name.removeprefix("ERROR collecting ")
-    test_file = next((f.path for f in frames if is_test_file(Path(f.path))), frames[0].path)
-    return f"{test_file}::{name.replace('.', '::')}"
+    return f"{_test_file(frames)}::{name.replace('.', '::')}"
 
 
 def _unittest_failures(output: str, folder: str) -> list[TestFailure]:

@@ -268,7 +268,12 @@ class CopyRun:
 
 
 async def run_on_copy(
-    check_sandbox: CheckSandbox, command: str, root: Path, copy_root: bool, texts: dict[Path, str], timeout_s: float
+    check_sandbox: CheckSandbox,
+    command: str,
+    root: Path,
+    copy_root: bool,
+    texts: dict[Path, str],
+    timeout_s: float,
 ) -> CopyRun:
     """Runs `command` in `check_sandbox` on a fresh copy of the folder `root` (or, when not copy_root, an
     empty folder of its name: a file outside every folder is checked alone) with `texts` written over it."""

@@ -26,6 +26,7 @@ from . import chat, code_actions, documents, protocol, settings
 from .completion import InlineCompletion
 from .model_host import ModelHost, ModelUnavailable
 from .rpc_protocol import HardenedProtocol, replace_workspace, shutdown_received
+from .test_diagnostics import TestDiagnostics
 from .text_document import LspDocuments
 from .turns import TurnService
 from .warming import Warmer
@@ -74,6 +75,7 @@ class AssistantServer(LanguageServer):
         self.warmer = Warmer(self, self.turns, self.refresh_status, self.completion.warm_request)
         self.turns.on_answered = self.warmer.answered
         self.model_host = ModelHost(self, lambda: self.settings)
+        self.test_diagnostics = TestDiagnostics(self, self.warn)
         self.configured = False  # the client's configuration has been read (or it has none)
         self.state = protocol.LOADING
         self._status_details: tuple[str | None, str | None] = (None, None)  # message, installModel
@@ -174,13 +176,18 @@ class AssistantServer(LanguageServer):
         except ModelUnavailable as exc:
             raise JsonRpcException(f"llama-lsp: {exc}", code=REQUEST_FAILED) from None
 
+    def warn(self, message: str) -> None:
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+
     def apply_settings(self, raw: Any) -> None:
         new, warnings = settings.merge(self.settings, raw)
         for warning in warnings:
-            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
+            self.warn(warning)
         self.settings = new
         if not new.warm:
             self.warmer.stop_all()
+        if not new.test_diagnostics:
+            self.test_diagnostics.stop_all()
         if self.configured:  # before that, `initialized` asks for the engine once the configuration is in
             self.model_host.want(new)
 
@@ -231,9 +238,7 @@ def create_server() -> AssistantServer:
                 )
                 ls.settings, warnings = settings.merge(ls.settings, section[0] if section else None)
                 for warning in warnings:
-                    ls.window_show_message(
-                        types.ShowMessageParams(type=types.MessageType.Warning, message=warning)
-                    )
+                    ls.warn(warning)
             except Exception as exc:
                 log.warning("could not read the %s configuration: %s", settings.SECTION, exc)
         ls.configured = True
@@ -249,6 +254,7 @@ def create_server() -> AssistantServer:
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(ls: AssistantServer, _params: None) -> None:
         ls.warmer.stop_all()
+        ls.test_diagnostics.stop_all()
         await ls.model_host.close()
 
     # pygls keeps the documents; these run after it has applied the change.
@@ -259,6 +265,10 @@ def create_server() -> AssistantServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def on_did_change(ls: AssistantServer, params: types.DidChangeTextDocumentParams) -> None:
         ls.warmer.changed(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def on_did_save(ls: AssistantServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.test_diagnostics.saved(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def on_did_close(ls: AssistantServer, params: types.DidCloseTextDocumentParams) -> None:

@@ -152,6 +152,17 @@ class Settings:
         trusted_only=True,
         untrusted="",
     )
+    test_diagnostics: bool = setting(
+        False,
+        doc="Run the project's tests after each save of a Python file, and show each failure as a problem "
+        "on the failing test's line and on the function under test, with what failed; Fix there reads "
+        "the failure.\n\n"
+        'The tests are the ones `"auto"` of `#verifyCommand#` finds for the saved file (pytest or unittest, '
+        "the test files that import it), run in the background in the same sandbox (`#verifySandbox#`) "
+        "on a copy of the folder, at most `#verifyTimeout#` seconds; a failure stays shown until its test "
+        "file runs again. **It runs the workspace's code**, so it is read only in a trusted workspace.",
+        trusted_only=True,
+    )
     verify_sandbox: SandboxMode = setting(  # noqa: RUF009 (as above)
         "auto",
         doc='How `#verifyCommand#` is isolated: `"auto"` runs it under bubblewrap (`bwrap`), or not at all '

@@ -50,6 +50,12 @@ export interface ServerSettings {
    */
   verifyCommand: string;
   /**
+   * Run the project's tests after each save of a Python file, and show each failure as a problem on the
+   * failing test's line and on the function under test, with what failed; Fix there reads the failure. Not
+   * used in Restricted Mode (an untrusted workspace).
+   */
+  testDiagnostics?: boolean;
+  /**
    * How `verifyCommand` is isolated: `"auto"` runs it under bubblewrap (`bwrap`), or not at all where
    * bubblewrap is missing or cannot set up its sandbox; `"none"` runs it without isolation. Not used in
    * Restricted Mode (an untrusted workspace).
@@ -111,6 +117,7 @@ export const SERVER_DEFAULTS: Required<ServerSettings> = {
   maxTokens: 1024,
   temperature: 0,
   verifyCommand: 'auto',
+  testDiagnostics: false,
   verifySandbox: 'auto',
   verifyTimeout: 60,
   maxVerifyAttempts: 3,
@@ -122,7 +129,7 @@ export const SERVER_DEFAULTS: Required<ServerSettings> = {
 };
 
 /** The settings that make the server run a command on the workspace's code (settings.ts, forTrust). */
-export const TRUSTED_ONLY = ['verifyCommand', 'verifySandbox'] as const;
+export const TRUSTED_ONLY = ['verifyCommand', 'testDiagnostics', 'verifySandbox'] as const;
 
 /** What an untrusted workspace sends instead, where leaving a setting out would mean a default that runs. */
 export const UNTRUSTED_VALUES: Partial<ServerSettings> = { verifyCommand: '' };

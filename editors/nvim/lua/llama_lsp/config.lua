@@ -33,6 +33,10 @@ local M = {}
 ---                                    answer. Default: 0.
 ---@field verifyCommand? string|false  Shell command that checks each edit the model proposes; `"auto"` finds
 ---                                    the project's tests. Empty: edits are not checked. Default: "auto".
+---@field testDiagnostics? boolean     Run the project's tests after each save of a Python file, and show each
+---                                    failure as a problem on the failing test's line and on the function
+---                                    under test, with what failed; Fix there reads the failure. Default:
+---                                    false.
 ---@field verifySandbox? "auto"|"none" How `verifyCommand` is isolated: `"auto"` runs it under bubblewrap
 ---                                    (`bwrap`), or not at all where bubblewrap is missing or cannot set up
 ---                                    its sandbox; `"none"` runs it without isolation. Default: "auto".
