@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -54,11 +55,15 @@ def reorder_quantity(on_hand: int, target: int, pack_size: int) -> int:
 
 BIN = Path(sys.executable).parent
 SCRIPT = ROOT / "editors" / "nvim" / "tests" / "plugin_test.lua"
-# From -c, not -l: with -l Neovim exits as soon as it waits for a key, and the completion steps type in
-# Insert mode. The script exits by itself; an error before its steps exits too, not leaving Neovim waiting.
-RUN_SCRIPT = (
-    f"lua local _, err = pcall(dofile, [==[{SCRIPT}]==]) io.stdout:write(tostring(err), '\\n') os.exit(2)"
-)
+
+
+def run_command(script: Path) -> str:
+    """The -c command that runs a steps script. From -c, not -l: with -l Neovim exits as soon as it waits
+    for a key, and the completion steps type in Insert mode. The script exits by itself; an error before
+    its steps exits too, not leaving Neovim waiting."""
+    return (
+        f"lua local _, err = pcall(dofile, [==[{script}]==]) io.stdout:write(tostring(err), '\\n') os.exit(2)"
+    )
 
 
 def neovim() -> str:
@@ -106,16 +111,26 @@ def test_plugin_offline_steps_in_headless_neovim(tmp_path: Path):
     run_script(env, tmp_path, OFFLINE_STEPS, timeout=60)
 
 
-def run_script(env: dict[str, str], cwd: Path, steps: list[str], timeout: float) -> None:
-    result = subprocess.run(
-        [neovim(), "--headless", "--clean", "-c", RUN_SCRIPT],
-        capture_output=True,
+def run_script(
+    env: dict[str, str], cwd: Path, steps: list[str], timeout: float, script: Path = SCRIPT
+) -> None:
+    """Runs a steps script in headless Neovim; each of `steps` must report ok, in order."""
+    # Its own process group: a timeout kills the server and what it started too.
+    process = subprocess.Popen(
+        [neovim(), "--headless", "--clean", "-c", run_command(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         env=env,
         cwd=cwd,
-        timeout=timeout,
+        start_new_session=True,
     )
-    report = f"exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr[-4000:]}"
-    passed = [line for line in result.stdout.splitlines() if line.startswith("ok ")]
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+    report = f"exit {process.returncode}\n--- stdout\n{stdout}\n--- stderr\n{stderr[-4000:]}"
+    passed = [line for line in stdout.splitlines() if line.startswith("ok ")]
     assert passed == [f"ok {n} - {name}" for n, name in enumerate(steps, 1)], report
-    assert result.returncode == 0, report
+    assert process.returncode == 0, report
