@@ -10,6 +10,7 @@ from lsp_server.assistant.rewrite import (
     enclosing_block,
     python_code_changed,
     replace_lines,
+    the_unit_written,
 )
 
 MODULE = '''import math
@@ -64,6 +65,35 @@ def test_a_block_written_without_its_class_indentation_is_put_back_in_place():
     after = replace_lines(MODULE, 7, 9, block)
     assert "    @property\n    def area(self):\n        return 1\n\n    def scaled" in after
     assert after.startswith(MODULE[: MODULE.index("    @property")])
+
+
+def test_a_block_indented_with_spaces_goes_into_a_file_of_tabs_in_tabs():
+    tabs = "class Cart:\n\tdef total(self):\n\t\tif self.items:\n\t\t\treturn 1\n\t\treturn 0\n"
+    block = "def total(self):\n    if self.items:\n        return 2\n    return 0\n"
+    after = replace_lines(tabs, 2, 5, block)
+    assert after == tabs.replace("return 1", "return 2")
+    compile(after, "cart.py", "exec")
+
+
+CART = (
+    "class Cart:\n    def total(self):\n        return 1\n\n    def clear(self):\n        pass\n\n\n"
+    "def helper(x):\n    return x\n"
+)
+
+
+def test_a_method_written_inside_its_class_is_taken_out_of_it():
+    block, wrong = the_unit_written(CART, 2, 3, "class Cart:\n    def total(self):\n        return 2\n")
+    assert wrong is None
+    assert replace_lines(CART, 2, 3, block) == CART.replace("return 1", "return 2")
+
+
+def test_a_block_that_renames_the_function_or_writes_only_lines_of_it_is_refused_with_the_name():
+    _, renamed = the_unit_written(CART, 9, 10, "def helper2(x):\n    return x + 1\n")
+    assert renamed is not None and "defines `helper2`" in renamed and "write `helper`" in renamed
+    _, fragment = the_unit_written(CART, 9, 10, "return x + 1\n")
+    assert fragment is not None and "defines no function" in fragment
+    # The function itself, with an import or a helper of its own beside it, is the unit.
+    assert the_unit_written(CART, 9, 10, "import os\n\n\ndef helper(x):\n    return x\n")[1] is None
 
 
 def test_replacing_keeps_crlf_and_a_missing_final_newline():

@@ -163,7 +163,9 @@ async def test_failures_show_after_a_save_offer_fix_and_clear_when_the_tests_pas
 
     # Turned off: every diagnostic it showed goes.
     client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"llamaLsp": {**SERVER_OPTIONS, "testDiagnostics": False}})
+        types.DidChangeConfigurationParams(
+            settings={"llamaLsp": {**SERVER_OPTIONS, "testDiagnostics": False}}
+        )
     )
     await diagnostics_of(client, shop, 0)
     await diagnostics_of(client, (root / "test_shop.py").as_uri(), 0)

@@ -212,6 +212,11 @@ def block_proposer(
     def propose(block_code: str) -> str | None:
         if action.output is Output.TEST_FILE:
             return runner.propose_file(test_file, block_code)
+        if path.suffix == ".py":
+            block_code, wrong = rewrite.the_unit_written(source, first, last, block_code)
+            # A documentation-only action keeps what the block documents, renamed or not (below).
+            if wrong is not None and not action.documentation_only:
+                return wrong
         # A documentation-only action's ledger keeps only the documentation of it (proposals.py).
         return runner.proposals.propose_text(path, rewrite.replace_lines(source, first, last, block_code))
 

@@ -71,8 +71,38 @@ def unified_diff(path: str, before: str, after: str) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def _indent_of(line: str) -> str:
+def indent_of(line: str) -> str:
     return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def indent_step(lines: list[str]) -> str:
+    """How the lines indent a level: a tab, or the narrowest run of spaces that indents one (4 if none)."""
+    indents = [indent_of(line) for line in lines if line.strip()]
+    if any("\t" in indent for indent in indents):
+        return "\t"
+    widths = [len(indent) for indent in indents if indent]
+    return " " * min(widths) if widths else "    "
+
+
+def moved(lines: list[str], current: str, target: str, step: str) -> list[str]:
+    """lines (without line endings) moved from the indentation `current` to `target`: each line that
+    starts with `current` keeps its indentation relative to it, in levels of `step` (the file's) where
+    the lines indent with tabs and the file with spaces, or the other way round; a Python file with both
+    does not parse. Other lines and blank ones stay as they are."""
+    relative = [
+        indent_of(line)[len(current) :] for line in lines if line.strip() and line.startswith(current)
+    ]
+    own_step = indent_step([indent + "x" for indent in relative if indent])
+    convert = ("\t" in own_step) != ("\t" in step)
+    result = []
+    for line in lines:
+        if line.strip() and line.startswith(current):
+            indent = indent_of(line)[len(current) :]
+            if convert:
+                indent = indent.replace(own_step, step)
+            line = target + indent + line.lstrip(" \t")
+        result.append(line)
+    return result
 
 
 def apply_replacement_reindented(text: str, old_text: str, new_text: str) -> str:
@@ -91,8 +121,8 @@ def apply_replacement_reindented(text: str, old_text: str, new_text: str) -> str
     new_lines = new_text.splitlines(keepends=True)
     if not old_lines or not new_lines:
         return after
-    target = min((_indent_of(line) for line in old_lines), key=len)
-    current = min((_indent_of(line) for line in new_lines if line.strip()), key=len, default="")
+    target = min((indent_of(line) for line in old_lines), key=len)
+    current = min((indent_of(line) for line in new_lines if line.strip()), key=len, default="")
     reindented = "".join(target + line[len(current) :] if line.strip() else line for line in new_lines)
     return text[:line_start] + reindented + text[start + len(old_text) :]
 
@@ -111,6 +141,41 @@ def closest_text(text: str, wanted: str, threshold: float = 0.6) -> str | None:
             if matcher.real_quick_ratio() > best_score and matcher.ratio() > best_score:
                 best, best_score = candidate, matcher.ratio()
     return best
+
+
+def _without_whitespace(line: str) -> str:
+    return "".join(line.split())
+
+
+def apply_replacement_ignoring_whitespace(text: str, old_text: str, new_text: str) -> str | None:
+    """Applies old_text -> new_text where the file has old_text's lines with other whitespace; None when
+    no unique run of whole lines matches.
+
+    Models quote code with its indentation changed (a method quoted from column 0, tabs as spaces) or
+    with spacing retouched (`x=1` for `x = 1`). The run of the file's lines that equals old_text's lines
+    with all whitespace removed (blank lines ignored) is replaced by new_text, moved to the run's
+    indentation: each new line keeps its indentation relative to old_text's first line.
+    """
+    wanted = [_without_whitespace(line) for line in old_text.splitlines() if line.strip()]
+    if not wanted:
+        return None
+    lines = text.splitlines(keepends=True)
+    content = [(i, _without_whitespace(line)) for i, line in enumerate(lines) if line.strip()]
+    runs = [
+        (content[start][0], content[start + len(wanted) - 1][0])
+        for start in range(len(content) - len(wanted) + 1)
+        if [c for _, c in content[start : start + len(wanted)]] == wanted
+    ]
+    if len(runs) != 1:
+        return None
+    first, last = runs[0]
+    quoted_indent = indent_of(next(line for line in old_text.splitlines() if line.strip()))
+    ending = "\r\n" if lines[first].endswith("\r\n") else "\n"
+    new_lines = moved(new_text.splitlines(), quoted_indent, indent_of(lines[first]), indent_step(lines))
+    replaced = "".join(line + ending for line in new_lines)
+    if not new_text.endswith("\n") and not lines[last].endswith(("\n", "\r")):
+        replaced = replaced.removesuffix(ending)  # the file had no final line ending: keep it that way
+    return "".join(lines[:first]) + replaced + "".join(lines[last + 1 :])
 
 
 MAX_OMITTED_LINES = 3

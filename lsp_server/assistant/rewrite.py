@@ -11,8 +11,9 @@ from __future__ import annotations
 import ast
 import difflib
 import re
+import textwrap
 
-from .edits import split_lines
+from .edits import indent_of, indent_step, moved, split_lines
 
 # A fenced block: ``` or ~~~, an optional language tag, the code, the closing fence.
 _FENCE = re.compile(r"^(?P<fence>```|~~~)[^\n]*\n(?P<code>.*?)^(?P=fence)[ \t]*$", re.DOTALL | re.MULTILINE)
@@ -50,6 +51,49 @@ def enclosing_block(text: str, first: int, last: int, python: bool) -> tuple[int
     return best if best is not None else (first, last)
 
 
+def _definition_spanning(tree: ast.Module, first: int, last: int) -> ast.AST | None:
+    """The function or class whose lines (decorators included) are exactly first..last, and the class
+    that holds it, if any."""
+    for node in ast.walk(tree):
+        if isinstance(node, DEFINITIONS) and definition_lines(node) == (first, last):
+            return node
+    return None
+
+
+def the_unit_written(source: str, first: int, last: int, block: str) -> tuple[str, str | None]:
+    """The block as the definition at lines first..last of source, and why it cannot be that (None: it
+    can), for a Python block that replaces a whole function or class.
+
+    A small model asked for a method sometimes writes its whole class around it (with the other methods
+    left out): the method is taken out of it. One that writes another function, or renames this one,
+    does more than it was asked: refused, with the name it must write.
+    """
+    try:
+        target = _definition_spanning(ast.parse(source), first, last)
+        written = ast.parse(textwrap.dedent(block))
+    except (SyntaxError, ValueError):
+        return block, None  # placing it tells the model what is wrong with it
+    if not isinstance(target, DEFINITIONS):
+        return block, None
+    top = [node for node in written.body if isinstance(node, DEFINITIONS)]
+    if any(node.name == target.name for node in top):
+        return block, None
+    lines = split_lines(textwrap.dedent(block))
+    for node in top:  # the class around the method
+        if isinstance(node, ast.ClassDef) and not isinstance(target, ast.ClassDef):
+            method = next(
+                (m for m in node.body if isinstance(m, DEFINITIONS) and m.name == target.name), None
+            )
+            if method is not None:
+                start, end = definition_lines(method)
+                return "".join(lines[start - 1 : end]), None
+    names = ", ".join(f"`{node.name}`" for node in top) or "no function"
+    return block, (
+        f"That block defines {names}, and the code to write again is `{target.name}`: write `{target.name}`, "
+        "complete, with the same name and parameters, and nothing else."
+    )
+
+
 def code_block(answer: str) -> str | None:
     """The code the model wrote: the longest fenced block, or an unclosed one cut by the token limit."""
     blocks = [match.group("code") for match in _FENCE.finditer(answer)]
@@ -59,15 +103,12 @@ def code_block(answer: str) -> str | None:
     return answer[opened.end() :] if opened else None
 
 
-def _indent(line: str) -> str:
-    return line[: len(line) - len(line.lstrip(" \t"))]
-
-
 def replace_lines(text: str, first: int, last: int, block: str) -> str:
     """text with lines first..last (1-based, inclusive) replaced by block, at the lines' indentation.
 
-    Models often write a method without its class's indentation; the block is moved to where the old
-    first line was. The old lines' line ending is kept.
+    Models often write a method without its class's indentation, or with tabs in a file of spaces; the
+    block is moved to where the old first line was, in the file's step of indentation (edits.moved).
+    The old lines' line ending is kept.
     """
     lines = split_lines(text)
     old = lines[first - 1 : last]
@@ -77,10 +118,8 @@ def replace_lines(text: str, first: int, last: int, block: str) -> str:
         new.pop()
     while new and not new[0].strip():
         new.pop(0)
-    target = next((_indent(line) for line in old if line.strip()), "")
-    current = _indent(new[0]) if new else ""
-    if current != target:
-        new = [target + line[len(current) :] if line.startswith(current) else line for line in new]
+    target = next((indent_of(line) for line in old if line.strip()), "")
+    new = moved(new, indent_of(new[0]) if new else "", target, indent_step(lines))
     replaced = "".join(line + ending for line in new)
     if last == len(lines) and old and not old[-1].endswith(("\n", "\r")):
         replaced = replaced[: -len(ending)]  # the file had no final line ending: keep it that way

@@ -23,6 +23,7 @@ from .edits import (
     EditError,
     absorb_restated_lines,
     apply_replacement,
+    apply_replacement_ignoring_whitespace,
     apply_replacement_keeping_omitted,
     apply_replacement_reindented,
     split_lines,
@@ -231,11 +232,15 @@ class ToolRunner:
         try:
             after = apply_replacement(before, old_text, new_text)
         except EditError as exc:
-            missing = bool(old_text) and old_text not in before
-            kept = apply_replacement_keeping_omitted(before, old_text, new_text) if missing else None
-            if kept is None:
+            # Not in the file as quoted: the same lines with other whitespace, or with a few left out.
+            repaired = None
+            if old_text and old_text not in before:
+                repaired = apply_replacement_ignoring_whitespace(
+                    before, old_text, new_text
+                ) or apply_replacement_keeping_omitted(before, old_text, new_text)
+            if repaired is None:
                 raise ToolError(f"{exc}. {name} is unchanged") from None
-            after = kept
+            after = repaired
         line = _first_changed_line(before, after)
         if old_text in before and breaks_python(path, before, after):
             after = apply_replacement_reindented(before, old_text, new_text)
