@@ -75,7 +75,7 @@ def verify_command(task: Task, verify: str) -> str:
 
 
 async def run_action(
-    task: Task, workdir: Path, model: str, threads: int, verify: str | None
+    task: Task, workdir: Path, model: str, threads: int, verify: str | None, server_log: bool
 ) -> tuple[dict[str, Any] | str, dict]:
     """Starts a server in workdir, resolves the task's code action; returns (resolved action or the
     server's error, stats)."""
@@ -89,6 +89,7 @@ async def run_action(
         options,
         problem=task.problem if task.kind == "fix" else "",
         timeout_s=ACTION_TIMEOUT_S,
+        server_log=server_log,
     )
 
 
@@ -207,7 +208,7 @@ def check_tests(task: Task, workdir: Path, after: dict[str, str], outcome: Outco
     outcome.detail = f"{last_line(result)}; caught {caught} of {len(task.mutants)} mutants"
 
 
-def run_task(task: Task, model: str, threads: int, verify: str | None) -> Outcome:
+def run_task(task: Task, model: str, threads: int, verify: str | None, server_log: bool = False) -> Outcome:
     outcome = Outcome(task.name, task.kind)
     with tempfile.TemporaryDirectory(prefix=f"llama-lsp-eval-{task.name}-") as temp:
         workdir = Path(temp) / "project"
@@ -215,7 +216,7 @@ def run_task(task: Task, model: str, threads: int, verify: str | None) -> Outcom
         task.copy_to(workdir)
         started = time.monotonic()
         try:
-            resolved, stats = asyncio.run(run_action(task, workdir, model, threads, verify))
+            resolved, stats = asyncio.run(run_action(task, workdir, model, threads, verify, server_log))
         except (JsonRpcException, asyncio.TimeoutError, StopIteration) as exc:
             outcome.seconds = time.monotonic() - started
             outcome.detail = f"no edit: {getattr(exc, 'message', None) or type(exc).__name__}"[:200]
@@ -292,6 +293,11 @@ def main() -> int:
         '`--verify auto`: to "auto", which finds them',
     )
     parser.add_argument(
+        "--server-log",
+        action="store_true",
+        help="show each server's log on stderr (why each block was refused, each check)",
+    )
+    parser.add_argument(
         "--jobs", type=int, default=1, help="tasks run at once, each with its own server (mind --threads)"
     )
     args = parser.parse_args()
@@ -307,7 +313,7 @@ def main() -> int:
     outcomes = []
 
     def run(task: Task) -> Outcome:
-        return run_task(task, args.model, args.threads, args.verify)
+        return run_task(task, args.model, args.threads, args.verify, args.server_log)
 
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
         finished = pool.map(run, tasks)

@@ -117,14 +117,16 @@ async def run_code_action(
     options: dict[str, Any],
     problem: str = "",
     timeout_s: float = 1800.0,
+    server_log: bool = False,
 ) -> tuple[dict[str, Any] | str, dict[str, Any]]:
     """Starts a server for the folder `root`, opens `path`, resolves its code action of `kind` on `lines`
     (0-based, inclusive; `problem`, if any, as a diagnostic there) as an editor would, and ends the
     session. Returns the resolved action as JSON, or the server's error message when resolving failed,
     and the server's `assistant/stats` either way. `make eval` and the bench's rewrite measurement run
-    their code actions through it."""
-    client = HeadlessClient()
-    await client.start("--log-level", "warning")
+    their code actions through it. `server_log`: the server's log (info: each refused block, each
+    check) goes to stderr."""
+    client = HeadlessClient(verbose=server_log)
+    await client.start("--log-level", "info" if server_log else "warning")
     try:
         await client.initialize_session(root, options)
         uri = path.as_uri()
