@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from lsp_server.assistant.passing_tests import count_tests, failed_tests, without_tests
+from lsp_server.assistant.passing_tests import complete_tests, count_tests, failed_tests, without_tests
 from lsp_server.assistant.sandbox import Sandbox
 from lsp_server.assistant.tools import ToolRunner
 from lsp_server.assistant.verify import Verifier
@@ -131,3 +131,17 @@ async def test_tests_that_all_fail_or_collect_nothing_are_no_edit(tmp_path: Path
         check.settle(runner)  # no failed candidate comes back, unlike other actions' edits
         assert runner.proposals.edits == []
         assert check.verification.passed is False
+
+
+CUT_OFF = (
+    "from calc import add\n\n\nclass TestAdd:\n    def test_small(self):\n        assert add(2, 3) == 5\n\n"
+    "    def test_zero(self):\n        assert add(0, 0) == 0\n\n"
+    "    def test_big(self):\n        assert add(10**6, "
+)
+
+
+def test_a_test_file_cut_off_mid_test_keeps_the_tests_it_finished():
+    kept = complete_tests(CUT_OFF)
+    assert kept.endswith("assert add(0, 0) == 0\n") and count_tests(kept) == 2
+    assert complete_tests(WRITTEN) == WRITTEN  # whole: as it is
+    assert complete_tests("def test_one(:\n") == "def test_one(:\n"  # nothing finished: as it is, refused

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import related, rewrite
+from . import passing_tests, related, rewrite
 from .edits import split_lines
 from .sandbox import Sandbox
 from .tools import ToolRunner
@@ -211,7 +211,8 @@ def block_proposer(
 
     def propose(block_code: str) -> str | None:
         if action.output is Output.TEST_FILE:
-            return runner.propose_file(test_file, block_code)
+            cut_back = passing_tests.complete_tests(block_code) if test_file.endswith(".py") else block_code
+            return runner.propose_file(test_file, cut_back)
         if path.suffix == ".py":
             block_code, wrong = rewrite.the_unit_written(source, first, last, block_code)
             # A documentation-only action keeps what the block documents, renamed or not (below).

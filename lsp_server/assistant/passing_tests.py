@@ -60,6 +60,32 @@ def without_tests(source: str, failed: set[tuple[str, ...]]) -> str | None:
     return "".join(line for index, line in enumerate(lines) if index not in dropped)
 
 
+# Where a definition starts, at the top or in a class: where an answer cut short can be cut back to.
+_DEFINITION_START = re.compile(r"^[ \t]{0,8}(?:async def |def |class |@)")
+
+
+def complete_tests(source: str) -> str:
+    """`source` without the definition it was cut off in (by the token limit: a test file is long, and one
+    that ends mid-test does not parse), where what comes before it parses and has a test; else `source`.
+
+    Models writing tests sometimes go on and on with more cases until the limit stops them: the tests
+    they finished are as good as any."""
+    try:
+        ast.parse(source)
+        return source
+    except (SyntaxError, ValueError):
+        pass
+    lines = source.splitlines(keepends=True)
+    for cut in reversed([i for i, line in enumerate(lines) if i and _DEFINITION_START.match(line)]):
+        candidate = "".join(lines[:cut]).rstrip() + "\n"
+        try:
+            if _tests(ast.parse(candidate)):
+                return candidate
+        except (SyntaxError, ValueError):
+            continue
+    return source
+
+
 def count_tests(source: str) -> int:
     """The test functions and methods in `source` (a parametrized one counts once)."""
     tests = _tests(ast.parse(source))
