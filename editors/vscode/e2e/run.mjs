@@ -10,7 +10,7 @@
 //
 // Two scenarios, each with its own fresh profile (user-data and extensions directory) and code-server:
 // `install` (no server anywhere: the extension installs the one it carries, then chat answers) and
-// `main` (the checkout's server: chat, remote backend, code actions, inline completion).
+// `main` (the checkout's server: chat, remote backend, code actions, inline completion, failing tests as problems).
 //
 // Options: --no-extension  check the infrastructure only (code-server, browser, open a file)
 //          --only=NAME     run one scenario: install or main
@@ -708,6 +708,94 @@ async function inlineCompletion(page, dirs) {
   log(`status bar tooltip: "${tooltip}"`);
 }
 
+// The Problems panel's rows (a file, or one of its problems: message, source, "[Ln N, Col M]"), each
+// as its text; opens the panel first when it is not shown.
+async function problemRows(page) {
+  if (!(await page.locator(".markers-panel").isVisible())) await page.keyboard.press("Control+Shift+M");
+  return (await page.locator(".markers-panel .monaco-list-row").allTextContents()).map((t) => t.trim().replace(/\s+/g, " "));
+}
+
+// `llamaLsp.testDiagnostics` on, as a user would turn it on in the workspace's settings (trusted here:
+// the run disables workspace trust): a save of inventory.py runs test_inventory.py, and its failing
+// test_apply_discount shows in the Problems panel on `def apply_discount` and on the test's line; the
+// lightbulb on the `def` offers Fix with the failure. Only for this step: the other steps' saves would
+// run the tests, and the Fix in their lightbulb lists. Then the setting goes and so do the problems.
+async function testDiagnostics(page, dirs) {
+  const file = path.join(dirs.workspace, fileName);
+  const testFile = "test_inventory.py";
+  fs.copyFileSync(path.join(repoRoot, "examples", testFile), path.join(dirs.workspace, testFile));
+  const defLine = functionLines(fs.readFileSync(file, "utf8")).start + 1; // after "Document": a docstring more
+  const testLine = fs.readFileSync(path.join(dirs.workspace, testFile), "utf8").split("\n").findIndex((l) => l.includes(`assert ${functionName}(`)) + 1;
+  const settingsFile = path.join(dirs.workspace, ".vscode/settings.json"); // {} since the start (mainScenario)
+  fs.writeFileSync(settingsFile, JSON.stringify({ "llamaLsp.testDiagnostics": true }, null, 2));
+
+  // Its tab is open since the first step (Quick Open, with test_inventory.py new in its list, once opened nothing).
+  await page.locator(`.tabs-container .tab[data-resource-name="${fileName}"]`).click({ timeout: 10_000 });
+  await page.locator(".editor-instance .monaco-editor .view-lines").getByText("def total_value").waitFor({ timeout: 15_000 });
+  const t0 = Date.now();
+  // VS Code reads the settings file when it sees it change, and the setting reaches the server some time
+  // later, which nothing on the page shows: a save before it runs nothing (with .vscode created in the
+  // step, 3-9 s later in one run). So the save is repeated while no problem shows, each time after a
+  // longer wait: a save during a run restarts it (the run takes about a second; 3, 6, 9... s leave a slow
+  // one time to end).
+  let saves = 0;
+  let lastSave = 0;
+  let rows = [];
+  const failed = `${testFile}::test_${functionName} failed`;
+  await until(`the Problems panel to list "${failed}" from "llama-lsp tests"`, 60_000, async () => {
+    if (saves === 0 || Date.now() - lastSave > saves * 3_000) {
+      await page.locator(".editor-instance .monaco-editor .view-lines").click();
+      await page.keyboard.press("Control+S"); // the file is unchanged: an explicit save still sends didSave
+      saves += 1;
+      lastSave = Date.now();
+    }
+    rows = await problemRows(page);
+    const ours = rows.filter((r) => r.includes(failed) && r.includes("llama-lsp tests"));
+    return ours.length >= 2; // one in each file
+  }, 500);
+  log(`problems after ${((Date.now() - t0) / 1000).toFixed(1)}s and ${saves} save(s):\n  ${rows.join("\n  ")}`);
+  // The tree lists each file (its name and count), then its problems ("... [Ln N, Col M]"): the one under
+  // inventory.py on the `def`, the one under test_inventory.py on the failing assert.
+  const problemsOf = (name) => {
+    const start = rows.findIndex((r) => r.startsWith(name) && !r.includes("[Ln "));
+    const end = rows.findIndex((r, i) => i > start && !r.includes("[Ln "));
+    return start < 0 ? [] : rows.slice(start + 1, end < 0 ? rows.length : end);
+  };
+  for (const [name, line] of [[fileName, defLine], [testFile, testLine]]) {
+    check(
+      problemsOf(name).some((p) => p.includes(failed) && p.includes(`[Ln ${line}, Col 1]`)),
+      `the Problems panel has no "${failed}" at ${name}:${line}:\n  ${rows.join("\n  ")}`,
+    );
+  }
+  await screenshot("test-problems");
+
+  // The lightbulb on the `def` line offers Fix for that failure (Control+. sometimes opens no menu: again).
+  await page.locator(".editor-instance .monaco-editor .view-lines").click();
+  await page.keyboard.press("Control+G");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ timeout: 15_000 });
+  await input.fill(`:${defLine}`);
+  await page.keyboard.press("Enter");
+  await page.keyboard.press("Home");
+  const fix = page.locator(".action-widget .monaco-list-row", { hasText: `Llama: Fix: ${failed}` });
+  await until(`the code action menu with "Llama: Fix: ${failed}"`, 30_000, async () => {
+    await page.keyboard.press("Control+.");
+    return fix.waitFor({ timeout: 5_000 }).then(() => true, () => false);
+  });
+  const offered = (await page.locator(".action-widget .monaco-list-row").allTextContents()).map((t) => t.trim()).filter(Boolean);
+  log(`code actions offered on line ${defLine}: ${offered.join(" | ")}`);
+  await screenshot("test-fix-offered");
+  await page.keyboard.press("Escape");
+
+  // The setting off: the server drops every diagnostic it published.
+  fs.writeFileSync(settingsFile, "{}\n");
+  await until('the problems from "llama-lsp tests" to go once the setting is off', 30_000, async () => {
+    rows = await problemRows(page);
+    return !rows.some((r) => r.includes("llama-lsp tests"));
+  }, 500);
+  log(`test diagnostics on for ${((Date.now() - t0) / 1000).toFixed(1)}s`);
+}
+
 // ---------------------------------------------------------------- install scenario
 
 // PATH without any directory that holds a llama-lsp: the extension must find no server.
@@ -860,6 +948,10 @@ async function main() {
 
 async function mainScenario() {
   const dirs = makeDirs("main");
+  // The workspace settings the test-diagnostics step writes: there from the start, VS Code watches the
+  // file and reads a change within a second or two; a .vscode created later took it up to 9 s.
+  fs.mkdirSync(path.join(dirs.workspace, ".vscode"));
+  fs.writeFileSync(path.join(dirs.workspace, ".vscode/settings.json"), "{}\n");
   state.dirs = dirs;
   const base = await startCodeServer(dirs);
   const page = await openBrowser(dirs, `${base}/?folder=${encodeURIComponent(dirs.workspace)}`);
@@ -877,6 +969,7 @@ async function mainScenario() {
   await step("remote-backend", () => remoteBackend(page, dirs));
   await step("document", () => documentFunction(page, dirs));
   await step("inline-completion", () => inlineCompletion(page, dirs));
+  await step("test-diagnostics", () => testDiagnostics(page, dirs));
   await step("status", async () => {
     const status = await waitForStatus(page, /Llama: .*(cached|ready)/, 60_000, "the status bar to show the cache reuse or ready");
     log(`status bar: "${status}"`);
