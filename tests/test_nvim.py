@@ -112,12 +112,18 @@ def test_plugin_offline_steps_in_headless_neovim(tmp_path: Path):
 
 
 def run_script(
-    env: dict[str, str], cwd: Path, steps: list[str], timeout: float, script: Path = SCRIPT
-) -> None:
-    """Runs a steps script in headless Neovim; each of `steps` must report ok, in order."""
-    # Its own process group: a timeout kills the server and what it started too.
+    env: dict[str, str],
+    cwd: Path,
+    steps: list[str],
+    timeout: float,
+    script: Path = SCRIPT,
+    nvim: str | None = None,
+) -> str:
+    """Runs a steps script in headless Neovim (the venv's, unless `nvim` names another); each of `steps`
+    must report ok, in order. Returns what the script printed."""
+    # Its own process group: a timeout kills the servers it started too.
     process = subprocess.Popen(
-        [neovim(), "--headless", "--clean", "-c", run_command(script)],
+        [nvim or neovim(), "--headless", "--clean", "-c", run_command(script)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -134,3 +140,4 @@ def run_script(
     passed = [line for line in stdout.splitlines() if line.startswith("ok ")]
     assert passed == [f"ok {n} - {name}" for n, name in enumerate(steps, 1)], report
     assert process.returncode == 0, report
+    return stdout

@@ -10,19 +10,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from .conftest import ROOT, TEST_MODEL
-from .test_nvim import UNDOCUMENTED
+from .test_nvim import UNDOCUMENTED, run_script
 
 SCRIPT = ROOT / "editors" / "nvim" / "tests" / "install_test.lua"
-RUN_SCRIPT = (
-    f"lua local _, err = pcall(dofile, [==[{SCRIPT}]==]) io.stdout:write(tostring(err), '\\n') os.exit(2)"
-)
 # A PATH with the system's Python (3.11 with venv here) and no llama-lsp.
 SYSTEM_PATH = "/usr/bin:/bin"
 
@@ -50,26 +46,7 @@ def nvim_env(tmp_path: Path, path: str, **extra: str) -> dict[str, str]:
 
 
 def run_scenario(env: dict[str, str], cwd: Path, steps: list[str], timeout: float) -> str:
-    # Its own process group: a timeout kills the servers it started too.
-    process = subprocess.Popen(
-        [str(nvim_binary()), "--headless", "--clean", "-c", RUN_SCRIPT],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=cwd,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        stdout, stderr = process.communicate()
-    report = f"exit {process.returncode}\n--- stdout\n{stdout}\n--- stderr\n{stderr[-4000:]}"
-    passed = [line for line in stdout.splitlines() if line.startswith("ok ")]
-    assert passed == [f"ok {n} - {name}" for n, name in enumerate(steps, 1)], report
-    assert process.returncode == 0, report
-    return stdout
+    return run_script(env, cwd, steps, timeout, script=SCRIPT, nvim=str(nvim_binary()))
 
 
 def files_under(path: Path) -> list[str]:

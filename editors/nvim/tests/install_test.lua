@@ -36,11 +36,9 @@ local function has(text, part)
   assert(text:find(part, 1, true), string.format("%q not in:\n%s", part, text))
 end
 
-local function wait_for(what, timeout_ms, condition)
-  if not vim.wait(timeout_ms, condition, 20) then
-    error("timed out after " .. timeout_ms .. " ms waiting for " .. what, 2)
-  end
-end
+local here = vim.fs.dirname(debug.getinfo(1, "S").source:sub(2))
+local test_steps = dofile(vim.fs.joinpath(here, "run_steps.lua"))
+local wait_for = test_steps.wait_for
 
 local wheel = vim.env.LLAMA_LSP_WHEEL
 local version_dir = vim.fs.joinpath(server.root(), install.wheel_version(wheel) or "?")
@@ -173,5 +171,4 @@ else
   error("LLAMA_LSP_SCENARIO: " .. tostring(scenario))
 end
 
-local here = vim.fs.dirname(debug.getinfo(1, "S").source:sub(2))
-dofile(vim.fs.joinpath(here, "run_steps.lua"))(steps)
+test_steps.run(steps)

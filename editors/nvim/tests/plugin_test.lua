@@ -19,11 +19,9 @@ local llama = require("llama_lsp")
 local chat = require("llama_lsp.chat")
 local verification = require("llama_lsp.verification")
 
-local function wait_for(what, timeout_ms, condition)
-  if not vim.wait(timeout_ms, condition, 20) then
-    error("timed out after " .. timeout_ms .. " ms waiting for " .. what, 2)
-  end
-end
+local here = vim.fs.dirname(debug.getinfo(1, "S").source:sub(2))
+local test_steps = dofile(vim.fs.joinpath(here, "run_steps.lua"))
+local wait_for = test_steps.wait_for
 
 local function chat_text()
   return table.concat(vim.api.nvim_buf_get_lines(chat.info().buf, 0, -1, false), "\n")
@@ -902,5 +900,4 @@ if vim.env.LLAMA_LSP_STEPS then
     return assert(by_name[name], "no step named " .. name)
   end, vim.json.decode(vim.env.LLAMA_LSP_STEPS))
 end
-local here = vim.fs.dirname(debug.getinfo(1, "S").source:sub(2))
-dofile(vim.fs.joinpath(here, "run_steps.lua"))(steps)
+test_steps.run(steps)

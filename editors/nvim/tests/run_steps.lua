@@ -1,6 +1,15 @@
--- Runs a test script's steps in order, one TAP-like line each ("ok N - name"), and exits Neovim: 1 at
--- the first failure (with its traceback), 0 once every step passed and the servers stopped.
-return function(steps)
+-- What the test scripts share: `run` runs a script's steps in order, one TAP-like line each
+-- ("ok N - name"), and exits Neovim: 1 at the first failure (with its traceback), 0 once every step
+-- passed and the servers stopped; `wait_for` waits for a condition or fails the step, naming it.
+local M = {}
+
+function M.wait_for(what, timeout_ms, condition)
+  if not vim.wait(timeout_ms, condition, 20) then
+    error("timed out after " .. timeout_ms .. " ms waiting for " .. what, 2)
+  end
+end
+
+function M.run(steps)
   for index, current in ipairs(steps) do
     local ok, err = xpcall(current.run, debug.traceback)
     if ok then
@@ -16,3 +25,5 @@ return function(steps)
   end)
   os.exit(0)
 end
+
+return M

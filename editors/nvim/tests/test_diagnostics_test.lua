@@ -21,11 +21,9 @@ vim.notify = function(message, level)
   io.stdout:write(string.format("notify %s: %s\n", level or vim.log.levels.INFO, message))
 end
 
-local function wait_for(what, timeout_ms, condition)
-  if not vim.wait(timeout_ms, condition, 20) then
-    error("timed out after " .. timeout_ms .. " ms waiting for " .. what, 2)
-  end
-end
+local here = vim.fs.dirname(debug.getinfo(1, "S").source:sub(2))
+local test_steps = dofile(vim.fs.joinpath(here, "run_steps.lua"))
+local wait_for = test_steps.wait_for
 
 ---The test failures shown in a file, by 0-based line. The buffer of a file that is not open holds them
 ---too (the LSP client adds one), so `:lua vim.diagnostic.setqflist()` lists them.
@@ -133,5 +131,4 @@ step("fixed and written: test_total's failures go, test_too_much's stay", functi
   assert(failures_in(shop_path)[6].message:find("test_too_much failed", 1, true), described())
 end)
 
-local here = vim.fs.dirname(debug.getinfo(1, "S").source:sub(2))
-dofile(vim.fs.joinpath(here, "run_steps.lua"))(steps)
+test_steps.run(steps)
