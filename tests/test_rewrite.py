@@ -96,6 +96,21 @@ def test_a_block_that_renames_the_function_or_writes_only_lines_of_it_is_refused
     assert the_unit_written(CART, 9, 10, "import os\n\n\ndef helper(x):\n    return x\n")[1] is None
 
 
+GRADEBOOK = (
+    'class Gradebook:\n    @property\n    def kept(self):\n        """The scores that count."""\n'
+    "        kept = list(self.scores)\n        kept.sort()\n        return kept[self.dropped + 1 :]\n"
+)
+
+
+def test_a_body_written_without_its_def_goes_under_the_functions_own_signature_and_docstring():
+    body = "        kept = list(self.scores)\n        kept.sort()\n        return kept[self.dropped :]\n"
+    block, wrong = the_unit_written(GRADEBOOK, 2, 7, body)
+    assert wrong is None
+    assert replace_lines(GRADEBOOK, 2, 7, block) == GRADEBOOK.replace("self.dropped + 1", "self.dropped")
+    # A line or two of the body is not the body: it would delete the rest.
+    assert the_unit_written(GRADEBOOK, 2, 7, "return kept[self.dropped :]\n")[1] is not None
+
+
 def test_replacing_keeps_crlf_and_a_missing_final_newline():
     text = "a = 1\r\nb = 2\r\nc = 3"
     assert replace_lines(text, 2, 3, "b = 20\nc = 30\n\n") == "a = 1\r\nb = 20\r\nc = 30"

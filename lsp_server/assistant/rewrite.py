@@ -87,11 +87,43 @@ def the_unit_written(source: str, first: int, last: int, block: str) -> tuple[st
             if method is not None:
                 start, end = definition_lines(method)
                 return "".join(lines[start - 1 : end]), None
+    if not top and isinstance(target, ast.FunctionDef | ast.AsyncFunctionDef):
+        body = _under_signature(source, target, textwrap.dedent(block), written)
+        if body is not None:
+            return body, None
     names = ", ".join(f"`{node.name}`" for node in top) or "no function"
     return block, (
         f"That block defines {names}, and the code to write again is `{target.name}`: write `{target.name}`, "
         "complete, with the same name and parameters, and nothing else."
     )
+
+
+# How alike a block without a `def` must be to the function's body to be taken as that body, rewritten
+# (difflib's ratio over stripped lines): a few lines of it would otherwise replace the whole function.
+BODY_LIKENESS = 0.6
+
+
+def _under_signature(
+    source: str, target: ast.FunctionDef | ast.AsyncFunctionDef, fragment: str, written: ast.Module
+) -> str | None:
+    """The function with `fragment` as its body, where the model wrote the body alone (no `def` line):
+    the function's own decorators, signature and (unless the fragment has one) docstring, then the
+    fragment at the body's indentation. None where the fragment is not like the body it replaces."""
+    lines = split_lines(source)
+    first, last = definition_lines(target)
+    body_line = target.body[0].lineno
+    if body_line == target.lineno:
+        return None  # `def f(): return 1`: no body lines of its own
+    docstring = _docstring(target)
+    written_docstring = _docstring(written) is not None
+    header_end = docstring.end_lineno if docstring is not None and not written_docstring else body_line - 1
+    old_body = [line.strip() for line in lines[header_end:last] if line.strip()]
+    new_body = [line.strip() for line in fragment.splitlines() if line.strip()]
+    if difflib.SequenceMatcher(a=old_body, b=new_body, autojunk=False).ratio() < BODY_LIKENESS:
+        return None
+    indent = indent_of(lines[body_line - 1])
+    body = "".join(indent + line if line.strip() else line for line in split_lines(fragment))
+    return "".join(lines[first - 1 : header_end]) + body
 
 
 def code_block(answer: str) -> str | None:
