@@ -169,3 +169,33 @@ async def test_failures_show_after_a_save_offer_fix_and_clear_when_the_tests_pas
     )
     await diagnostics_of(client, shop, 0)
     await diagnostics_of(client, (root / "test_shop.py").as_uri(), 0)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_tests_that_cannot_show_their_failures_say_why_once(diagnosing_client):
+    """A run past verifyTimeout is killed: nothing to point at, so the editor is told, once."""
+    client, root = diagnosing_client, diagnosing_client.root
+    (root / "slow.py").write_text("def wait():\n    return 1\n")
+    (root / "test_slow.py").write_text(
+        "import time\n\nimport slow\n\n\ndef test_wait():\n    time.sleep(30)\n"
+    )
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"llamaLsp": {**SERVER_OPTIONS, "verifyTimeout": 2}})
+    )
+    slow = open_document(client, root / "slow.py")
+
+    def said() -> list[str]:
+        return [m.message for m in client.messages if "slow.py" in m.message]
+
+    save(client, slow)
+    for _ in range(600):
+        if said():
+            break
+        await asyncio.sleep(0.05)
+    save(client, slow)  # the same again: not said twice
+    await asyncio.sleep(4)  # past the second run's 2 s
+    assert said() == [
+        "llama-lsp: the tests for slow.py failed, but not in a way they can show: "
+        "[killed: the check took longer than 2 s]"
+    ]
+    assert client.diagnostics.get(slow, []) == []

@@ -112,6 +112,9 @@ class TestDiagnostics:
             return
         started = time.monotonic()
         run = await run_on_copy(sandbox, plan.command, folder, True, {}, settings.verify_timeout)
+        if run.isolation is None:  # the folder could not be copied: nothing ran
+            self._warn_once(f"test diagnostics do not run: {run.output}")
+            return
         failures = parse_failures(run.output, str(run.copy))
         log.info(
             "tests for %s: %s: %s, %d failures read, %.1f s",
@@ -121,7 +124,9 @@ class TestDiagnostics:
         if not run.passed and not failures:
             # A timeout, a crash, output that is not pytest's or unittest's: nothing to point at, and
             # the diagnostics of before stay, since nothing says they are gone.
-            log.warning("the tests failed, but no failure could be read: %s", run.output[-500:])
+            last = run.output.strip().splitlines()[-1:] or ["no output"]
+            self._warn_once(f"the tests for {saved.name} failed, but not in a way they can show: {last[0]}")
+            log.warning("%s", run.output[-500:])
             return
         sites = await asyncio.to_thread(lambda: [(f.test_file, failure_sites(f, folder)) for f in failures])
         by_file: dict[str, list[FailureSite]] = {
