@@ -8,8 +8,8 @@ from lsp_server.assistant.edits import (
     EditError,
     absorb_restated_lines,
     apply_replacement,
-    apply_replacement_ignoring_whitespace,
     apply_replacement_keeping_omitted,
+    apply_replacement_loosely,
     apply_replacement_reindented,
     unified_diff,
 )
@@ -69,23 +69,33 @@ METHOD = (
 
 def test_a_quote_with_other_whitespace_matches_its_lines_and_the_new_text_moves_to_their_indentation():
     # Quoted from column 0, with the spacing retouched; the new text is indented as the quote was.
-    after = apply_replacement_ignoring_whitespace(
+    after = apply_replacement_loosely(
         METHOD,
         "def total(self):\n    return sum(self.prices) + 1",
         "def total(self):\n    return sum(self.prices)",
     )
     assert after == METHOD.replace("sum(self.prices)+1", "sum(self.prices)")
     # Tabs for the file's spaces, and a blank line more in the quote: the same lines.
-    after = apply_replacement_ignoring_whitespace(
+    after = apply_replacement_loosely(
         METHOD, "\tdef clear(self):\n\n\t\tpass", "\tdef clear(self):\n\t\treturn"
     )
     assert after is not None and after.endswith("    def clear(self):\n        return\n")
 
 
+def test_a_quote_in_other_quotes_matches_too():
+    source = 'def issue(self, sku, reference="", partial=False):\n    return sku\n'
+    after = apply_replacement_loosely(
+        source,
+        "def issue(self, sku, reference='', partial=False):",
+        "def issue(self, sku, reference='', partial=True):",
+    )
+    assert after == "def issue(self, sku, reference='', partial=True):\n    return sku\n"
+
+
 def test_whitespace_is_ignored_only_for_one_whole_run_of_lines():
-    assert apply_replacement_ignoring_whitespace(METHOD + METHOD, "def clear(self):\n pass", "x") is None
-    assert apply_replacement_ignoring_whitespace(METHOD, "def clear(self):\n    return", "x") is None
-    assert apply_replacement_ignoring_whitespace(METHOD, "  \n", "x") is None
+    assert apply_replacement_loosely(METHOD + METHOD, "def clear(self):\n pass", "x") is None
+    assert apply_replacement_loosely(METHOD, "def clear(self):\n    return", "x") is None
+    assert apply_replacement_loosely(METHOD, "  \n", "x") is None
 
 
 def test_a_quote_that_does_not_follow_the_file_is_not_forced():

@@ -143,24 +143,25 @@ def closest_text(text: str, wanted: str, threshold: float = 0.6) -> str | None:
     return best
 
 
-def _without_whitespace(line: str) -> str:
-    return "".join(line.split())
+def _loosely(line: str) -> str:
+    """A line as apply_replacement_loosely compares it: without whitespace, and ' for every "."""
+    return "".join(line.split()).replace('"', "'")
 
 
-def apply_replacement_ignoring_whitespace(text: str, old_text: str, new_text: str) -> str | None:
-    """Applies old_text -> new_text where the file has old_text's lines with other whitespace; None when
-    no unique run of whole lines matches.
+def apply_replacement_loosely(text: str, old_text: str, new_text: str) -> str | None:
+    """Applies old_text -> new_text where the file has old_text's lines with other whitespace or quotes;
+    None when no unique run of whole lines matches.
 
-    Models quote code with its indentation changed (a method quoted from column 0, tabs as spaces) or
-    with spacing retouched (`x=1` for `x = 1`). The run of the file's lines that equals old_text's lines
-    with all whitespace removed (blank lines ignored) is replaced by new_text, moved to the run's
-    indentation: each new line keeps its indentation relative to old_text's first line.
+    Models quote code with its indentation changed (a method quoted from column 0, tabs as spaces), with
+    spacing retouched (`x=1` for `x = 1`) or in their own quote style (`''` for `""`). The run of the
+    file's lines that equals old_text's lines so compared (blank lines ignored) is replaced by new_text,
+    moved to the run's indentation: each new line keeps its indentation relative to old_text's first line.
     """
-    wanted = [_without_whitespace(line) for line in old_text.splitlines() if line.strip()]
+    wanted = [_loosely(line) for line in old_text.splitlines() if line.strip()]
     if not wanted:
         return None
     lines = text.splitlines(keepends=True)
-    content = [(i, _without_whitespace(line)) for i, line in enumerate(lines) if line.strip()]
+    content = [(i, _loosely(line)) for i, line in enumerate(lines) if line.strip()]
     runs = [
         (content[start][0], content[start + len(wanted) - 1][0])
         for start in range(len(content) - len(wanted) + 1)

@@ -23,8 +23,8 @@ from .edits import (
     EditError,
     absorb_restated_lines,
     apply_replacement,
-    apply_replacement_ignoring_whitespace,
     apply_replacement_keeping_omitted,
+    apply_replacement_loosely,
     apply_replacement_reindented,
     split_lines,
 )
@@ -232,10 +232,10 @@ class ToolRunner:
         try:
             after = apply_replacement(before, old_text, new_text)
         except EditError as exc:
-            # Not in the file as quoted: the same lines with other whitespace, or with a few left out.
+            # Not in the file as quoted: the same lines with other whitespace or quotes, or a few left out.
             repaired = None
             if old_text and old_text not in before:
-                repaired = apply_replacement_ignoring_whitespace(
+                repaired = apply_replacement_loosely(
                     before, old_text, new_text
                 ) or apply_replacement_keeping_omitted(before, old_text, new_text)
             if repaired is None:

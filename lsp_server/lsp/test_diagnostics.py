@@ -102,7 +102,7 @@ class TestDiagnostics:
         settings = self._server.settings
         plan = await asyncio.to_thread(find_tests, folder, saved)
         if plan.command is None:
-            self._warn_once(f"no test diagnostics for {saved.name}: {plan.reason}")
+            self._warn_once(f"no test diagnostics: {plan.reason}")
             return
         sandbox = CheckSandbox(settings.verify_sandbox)
         try:
