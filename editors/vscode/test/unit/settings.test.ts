@@ -141,7 +141,7 @@ describe('settings', () => {
   });
 
   test('initializationOptions carry every server setting, and untrusted, all but TRUSTED_ONLY or their UNTRUSTED_VALUES', () => {
-    assert.deepEqual(TRUSTED_ONLY, ['verifyCommand', 'verifySandbox']);
+    assert.deepEqual(TRUSTED_ONLY, ['verifyCommand', 'testDiagnostics', 'verifySandbox']);
     assert.deepEqual(UNTRUSTED_VALUES, { verifyCommand: '' });
     const settings = readSettings(vscode.workspace.getConfiguration('llamaLsp'));
     assert.deepEqual(Object.keys(initializationOptions(settings, true)).sort(), Object.keys(SERVER_DEFAULTS).sort());
