@@ -51,9 +51,10 @@ def enclosing_block(text: str, first: int, last: int, python: bool) -> tuple[int
     return best if best is not None else (first, last)
 
 
-def _definition_spanning(tree: ast.Module, first: int, last: int) -> ast.AST | None:
-    """The function or class whose lines (decorators included) are exactly first..last, and the class
-    that holds it, if any."""
+def _definition_spanning(
+    tree: ast.Module, first: int, last: int
+) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | None:
+    """The function or class whose lines (decorators included) are exactly first..last."""
     for node in ast.walk(tree):
         if isinstance(node, DEFINITIONS) and definition_lines(node) == (first, last):
             return node
@@ -68,17 +69,18 @@ def the_unit_written(source: str, first: int, last: int, block: str) -> tuple[st
     left out): the method is taken out of it. One that writes another function, or renames this one,
     does more than it was asked: refused, with the name it must write.
     """
+    dedented = textwrap.dedent(block)
     try:
         target = _definition_spanning(ast.parse(source), first, last)
-        written = ast.parse(textwrap.dedent(block))
+        written = ast.parse(dedented)
     except (SyntaxError, ValueError):
         return block, None  # placing it tells the model what is wrong with it
-    if not isinstance(target, DEFINITIONS):
+    if target is None:
         return block, None
     top = [node for node in written.body if isinstance(node, DEFINITIONS)]
     if any(node.name == target.name for node in top):
         return block, None
-    lines = split_lines(textwrap.dedent(block))
+    lines = split_lines(dedented)
     for node in top:  # the class around the method
         if isinstance(node, ast.ClassDef) and not isinstance(target, ast.ClassDef):
             method = next(
@@ -88,7 +90,7 @@ def the_unit_written(source: str, first: int, last: int, block: str) -> tuple[st
                 start, end = definition_lines(method)
                 return "".join(lines[start - 1 : end]), None
     if not top and isinstance(target, ast.FunctionDef | ast.AsyncFunctionDef):
-        body = _under_signature(source, target, textwrap.dedent(block), written)
+        body = _under_signature(source, target, dedented, written)
         if body is not None:
             return body, None
     names = ", ".join(f"`{node.name}`" for node in top) or "no function"

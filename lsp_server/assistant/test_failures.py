@@ -145,9 +145,9 @@ def failure_sites(failure: TestFailure, folder: Path) -> list[FailureSite]:
     folder's own frames below the test, else what the test's failing line calls). Reads the folder's
     files; call it off the event loop."""
     message = f"{failure.test} failed" + (f": {failure.message}" if failure.message else "")
-    tests = [f for f in failure.frames if is_test_file(Path(f.path))]
-    test = tests[-1] if tests else None
-    below = failure.frames[failure.frames.index(test) + 1 :] if test is not None else failure.frames
+    in_tests = [i for i, f in enumerate(failure.frames) if is_test_file(Path(f.path))]
+    test = failure.frames[in_tests[-1]] if in_tests else None
+    below = failure.frames[in_tests[-1] + 1 :] if in_tests else failure.frames
     code = [f for f in below if not is_test_file(Path(f.path))]
     sites: list[FailureSite] = []
     if code:
