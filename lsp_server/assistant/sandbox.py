@@ -139,14 +139,14 @@ class Sandbox:
         try:
             fd = self._open_beneath(path, name)
         except (FileNotFoundError, NotADirectoryError):
-            raise ToolError(f"{name} does not exist; use list_files to find files") from None
+            raise ToolError(f"{name} does not exist; search with no pattern lists the files") from None
         except OSError as exc:
             raise ToolError(f"cannot read {name}: {exc.strerror}") from None
         try:
             # Everything below asks the descriptor that was opened, never the path again.
             info = os.fstat(fd)
             if stat.S_ISDIR(info.st_mode):
-                raise ToolError(f"{name} is a directory, not a file; use list_files to see what it holds")
+                raise ToolError(f"{name} is a directory, not a file; search with a glob lists what it holds")
             if not stat.S_ISREG(info.st_mode):
                 raise ToolError(f"{name} is not a regular file")
             with open(fd, "rb", closefd=False) as file:

@@ -17,69 +17,52 @@ from .sandbox import ToolError
 READ_MAX_LINES = 400  # what one read_file call shows; its schema tells the model
 
 
-def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def _tool(
+    name: str, description: str, properties: dict[str, Any], required: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    parameters: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        parameters["required"] = list(required)
     return {
         "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required},
-        },
+        "function": {"name": name, "description": description, "parameters": parameters},
     }
 
 
-_PATH = {"type": "string", "description": "the file's path, relative to the workspace"}
-_GLOB = {
-    "type": "string",
-    "description": "only paths matching this glob, e.g. `*.py` or `src/**/*.ts`",
-}
+# Every token here is read before every first answer and sits in every slot's cache, and each tool costs
+# ~40 tokens of the template's JSON before its first word: so four tools, named so that their arguments
+# need no description of their own (measured: 771 tokens for system and tools with six described
+# tools; `tests/test_prompt_budget.py` holds the budget).
+_STRING = {"type": "string"}
+_INTEGER = {"type": "integer"}
 
 # One declaration per tool, in a fixed order, so the prompt's prefix stays the same from request to request.
 TOOL_SCHEMAS: list[dict[str, Any]] = [
     _tool(
         "read_file",
-        f"Read a file, or a range of its lines (1-based, inclusive). Shows at most {READ_MAX_LINES} lines "
-        "at a time.",
-        {
-            "path": _PATH,
-            "startLine": {"type": "integer", "description": "the first line to read (default 1)"},
-            "endLine": {"type": "integer", "description": "the last line to read (default: the end)"},
-        },
-        ["path"],
+        f"Read a file's lines, at most {READ_MAX_LINES} from startLine.",
+        {"path": _STRING, "startLine": _INTEGER, "endLine": _INTEGER},
+        ("path",),
     ),
-    _tool("list_files", "List the files in the workspace.", {"glob": _GLOB}, []),
     _tool(
         "search",
-        "Search the workspace's text files for a regular expression; shows `path:line: text` per match.",
-        {"pattern": {"type": "string", "description": "a Python regular expression"}, "glob": _GLOB},
-        ["pattern"],
+        "Find the lines matching a Python regex in the workspace's files; without a pattern, list the "
+        "files. A glob such as `*.py` limits the paths.",
+        {"pattern": _STRING, "glob": _STRING},
     ),
     _tool(
-        "get_diagnostics",
-        "Show the errors and warnings the editor reports, for one file or the whole workspace.",
-        {"path": {**_PATH, "description": "only this file's diagnostics (default: every file)"}},
-        [],
+        "get_diagnostics", "List the editor's errors and warnings, in one file or in all.", {"path": _STRING}
     ),
     _tool(
         "edit",
-        "Propose a change to a file: replace old_text, which must appear exactly once in the file, with "
-        "new_text.",
-        {
-            "path": _PATH,
-            "old_text": {"type": "string", "description": "the exact text to replace"},
-            "new_text": {"type": "string", "description": "the replacement text"},
-        },
-        ["path", "old_text", "new_text"],
-    ),
-    _tool(
-        "create_file",
-        "Propose a new file; the path must not exist yet.",
-        {"path": _PATH, "content": {"type": "string", "description": "the new file's text"}},
-        ["path", "content"],
+        "Propose a change: replace old_text, which must occur once in the file, with new_text. An empty "
+        "old_text creates a new file.",
+        {"path": _STRING, "old_text": _STRING, "new_text": _STRING},
+        ("path", "old_text", "new_text"),
     ),
 ]
 TOOL_NAMES = [schema["function"]["name"] for schema in TOOL_SCHEMAS]
-EDIT_TOOL_NAMES = frozenset({"edit", "create_file"})  # the tools that propose edits rather than read
+EDIT_TOOL_NAMES = frozenset({"edit"})  # the tools that propose edits rather than read
 _FUNCTIONS: dict[str, dict[str, Any]] = {
     schema["function"]["name"]: schema["function"] for schema in TOOL_SCHEMAS
 }
@@ -119,7 +102,7 @@ def check_arguments(name: str, arguments: object) -> dict[str, Any]:
     for key in given:
         if key not in properties:
             raise ToolError(f"{name} has no argument {key!r}; its arguments are: {expected}")
-    for key in function["parameters"]["required"]:
+    for key in function["parameters"].get("required", ()):
         if key not in given:
             raise ToolError(f"{name} needs the argument {key!r}; its arguments are: {expected}")
     for key, value in given.items():

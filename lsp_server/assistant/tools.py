@@ -3,7 +3,7 @@
 The runner dispatches a call to its tool after checking the arguments against the tool's schema
 (lsp_server.assistant.tool_schemas); the tools read through the sandbox (lsp_server.assistant.sandbox)
 and propose edits into the request's ledger (lsp_server.assistant.proposals). Tools never write to disk:
-`edit` and `create_file` only record a ProposedEdit for the user to review. Every mistake, the model's
+`edit` only records a ProposedEdit for the user to review. Every mistake, the model's
 or ours, comes back as text for the model to read. Plain Python only; the feature layer converts to and
 from LSP types.
 """
@@ -73,11 +73,9 @@ class ToolRunner:
         self.proposals = Proposals(sandbox, documentation_only)
         self._handlers: dict[str, Callable[[dict[str, Any]], str]] = {
             "read_file": self._read_file,
-            "list_files": self._list_files,
             "search": self._search,
             "get_diagnostics": self._get_diagnostics,
             "edit": self._edit,
-            "create_file": self._create_file,
         }
 
     def run(self, name: str, arguments: object) -> ToolOutcome:
@@ -96,9 +94,9 @@ class ToolRunner:
             return ToolOutcome.failed(f"{name} failed unexpectedly ({type(exc).__name__})")
 
     def propose_file(self, path: str, content: str) -> str | None:
-        """Records a new file as create_file would (the block-rewrite format); None when recorded, else
-        why not."""
-        outcome = self.run("create_file", {"path": path, "content": content})
+        """Records a new file as an edit with an empty old_text would (the block-rewrite format); None
+        when recorded, else why not."""
+        outcome = self.run("edit", {"path": path, "old_text": "", "new_text": content})
         return None if outcome.ok else outcome.problem
 
     def _files(self, glob: str | None) -> list[tuple[str, Path]]:
@@ -149,8 +147,7 @@ class ToolRunner:
             )
         return result
 
-    def _list_files(self, args: dict[str, Any]) -> str:
-        glob = args.get("glob")
+    def _list_files(self, glob: str | None) -> str:
         names = [shown for shown, _ in self._files(glob)]
         if not names:
             return f"No files match {glob!r}." if glob else "The workspace has no files."
@@ -160,9 +157,9 @@ class ToolRunner:
         return result
 
     def _search(self, args: dict[str, Any]) -> str:
-        pattern: str = args["pattern"]
+        pattern: str = args.get("pattern", "")
         if not pattern:
-            raise ToolError("the pattern is empty")
+            return self._list_files(args.get("glob"))
         note = ""
         try:
             compiled = regex.compile(pattern)
@@ -225,6 +222,8 @@ class ToolRunner:
         name = self.sandbox.display(path)
         old_text: str = args["old_text"]
         new_text: str = args["new_text"]
+        if not old_text:
+            return self._create_file(path, new_text)
         if old_text == new_text:
             raise ToolError("old_text and new_text are the same, so nothing would change")
         before = self.proposals.text_after_edits(path)
@@ -250,14 +249,16 @@ class ToolRunner:
         self.proposals.record(ProposedEdit(path, old_text, new_text), before, after)
         return f"Proposed an edit to {name} at line {line}. The user will review it before it is applied."
 
-    def _create_file(self, args: dict[str, Any]) -> str:
-        path = self.sandbox.resolve(args["path"])
+    def _create_file(self, path: Path, content: str) -> str:
         name = self.sandbox.display(path)
-        content: str = args["content"]
         if any(edit.path == path and edit.kind == "create" for edit in self.proposals.edits):
-            raise ToolError(f"{name} is already proposed in this request; use edit to change it")
+            raise ToolError(
+                f"{name} is already proposed in this request; quote the text to replace as old_text"
+            )
         if path.exists() or self.sandbox.open_text(path) is not None:
-            raise ToolError(f"{name} already exists; use edit to change it")
+            raise ToolError(
+                f"{name} exists: quote the text to replace as old_text (empty creates a new file)"
+            )
         ancestor = path.parent
         while not ancestor.exists():
             ancestor = ancestor.parent
