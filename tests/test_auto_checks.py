@@ -91,24 +91,63 @@ def proposed(project: Path, text: str) -> ToolRunner:
     return runner
 
 
-async def test_auto_runs_only_the_related_tests_so_a_slow_unrelated_file_does_not_eat_the_budget(
+async def test_auto_runs_the_related_tests_first_so_a_slow_unrelated_file_does_not_decide_the_verdict(
     tmp_path: Path,
 ):
     project = write(tmp_path, {"calc.py": CALC, "test_calc.py": PYTEST_TEST, "test_slow.py": SLOW_TEST})
     write(project, {"other.py": ""})
-    check = Verifier("auto", 20, 3, Sandbox([project]))
+    check = Verifier("auto", 6, 3, Sandbox([project]))
     started = time.monotonic()
     assert await check.check_latest(proposed(project, CALC.replace("a - b", "a + b"))) is None
-    assert time.monotonic() - started < 15
+    assert time.monotonic() - started < 6 + 3  # the related tests, then the rest until verifyTimeout
     result = check.verification.to_json()
     assert result["passed"] is True, result
     assert result["command"].endswith("test_calc.py") and "1 test file that imports calc" in result["reason"]
     assert result["summary"].startswith("verified: ") and "1 passed" in result["output"]
+    assert result["summary"].endswith("; the other test file did not finish within verifyTimeout")
+
+    check = Verifier("auto", 6, 3, Sandbox([project]))
+    started = time.monotonic()
+    problem = await check.check_latest(proposed(project, CALC.replace("a - b", "a * b")))
+    assert time.monotonic() - started < 3  # a failure of the related tests: the rest does not run
+    assert problem is not None and "assert 6 == 5" in problem
+    assert check.verification.passed is False and check.verification.rest is None
+
+
+# Another module's tests, which the edit of calc.py reaches only through that module.
+REPORT = "from calc import add\n\n\ndef total(values):\n    return add(values[0], values[1])\n"
+REPORT_TEST = "from report import total\n\n\ndef test_total():\n    assert total([1, -1]) == 0\n"
+
+
+async def test_after_the_related_tests_pass_the_rest_runs_and_an_edit_that_breaks_them_fails(tmp_path: Path):
+    project = write(
+        tmp_path,
+        {"calc.py": CALC.replace("a - b", "a + b"), "test_calc.py": PYTEST_TEST, "report.py": REPORT},
+    )
+    write(project, {"test_report.py": REPORT_TEST})
+    # Still right for add(2, 3), which the related test asks, and wrong for negative numbers.
+    breaking = "def add(a, b):\n    return abs(a) + abs(b)\n"
+    check = Verifier("auto", 20, 3, Sandbox([project]))
+    runner = proposed(project, breaking)
+    problem = await check.check_latest(runner)
+    assert problem is not None and "test_report.py" in problem and "assert 2 == 0" in problem
+    assert runner.proposals.edits == []  # withdrawn, as for any failed check
+    assert check.verification.rest == "the other test file passed without the edit and failed with it"
 
     check = Verifier("auto", 20, 3, Sandbox([project]))
-    problem = await check.check_latest(proposed(project, CALC.replace("a - b", "a * b")))
-    assert problem is not None and "assert 6 == 5" in problem
-    assert check.verification.passed is False
+    assert await check.check_latest(proposed(project, "def add(a, b):\n    return b + a\n")) is None
+    assert check.verification.summary().endswith("; the other test file passed too")
+
+
+async def test_other_tests_that_fail_without_the_edit_do_not_count(tmp_path: Path):
+    project = write(tmp_path, {"calc.py": CALC, "test_calc.py": PYTEST_TEST, "report.py": REPORT})
+    write(project, {"test_report.py": REPORT_TEST.replace("== 0", "== 7")})  # fails whatever add does
+    check = Verifier("auto", 20, 3, Sandbox([project]))
+    assert await check.check_latest(proposed(project, CALC.replace("a - b", "a + b"))) is None
+    assert check.verification.passed is True
+    assert check.verification.summary().endswith(
+        "; the other test file failed without the edit too, so not counted"
+    )
 
 
 async def test_auto_with_no_tests_keeps_the_edit_unchecked_and_says_no_tests_found(tmp_path: Path):

@@ -215,6 +215,7 @@ class Ran:
     passed: bool
     output: str
     isolation: str  # what it ran under: "bwrap" or "none"
+    timed_out: bool = False  # killed at the time limit
 
 
 # bwrap paths whose sandbox was seen working in this process: the probe runs once per path.
@@ -289,8 +290,8 @@ class CheckSandbox:
                     (copy / name).symlink_to(venv)
         # bwrap itself starts with the scrubbed environment too: its first process stays in the sandbox
         # as pid 1, and /proc/1/environ would show the server's environment otherwise.
-        passed, output = await _run(argv, copy, env, timeout_s)
-        return Ran(passed, output, isolation)
+        passed, output, timed_out = await _run(argv, copy, env, timeout_s)
+        return Ran(passed, output, isolation, timed_out)
 
 
 def _limited(command: str, cpu_s: int, file_bytes: int, processes: int) -> list[str]:
@@ -379,7 +380,8 @@ async def _probe(bwrap: str) -> str | None:
     return lines[-1][:300] if lines else f"exit status {process.returncode}"
 
 
-async def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float) -> tuple[bool, str]:
+async def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float) -> tuple[bool, str, bool]:
+    """Whether the command passed, its output, and whether it was killed at the time limit."""
     loop = asyncio.get_running_loop()
     transport, watch = await loop.subprocess_exec(
         lambda: _Watch(loop),
@@ -408,11 +410,11 @@ async def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float
         transport.close()
     text = watch.output.text()
     if timed_out:
-        return False, f"{text}\n[killed: the check took longer than {timeout_s:g} s]"
+        return False, f"{text}\n[killed: the check took longer than {timeout_s:g} s]", True
     status = transport.get_returncode()
     if status != 0:
         text += f"\n[exit status {status}]"
-    return status == 0, text
+    return status == 0, text, False
 
 
 class _Watch(asyncio.SubprocessProtocol):

@@ -16,6 +16,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,11 +37,15 @@ PYTEST_CONFIGS: tuple[tuple[str, str | None], ...] = (
 
 @dataclass(frozen=True)
 class TestPlan:
-    """The command a check runs, and why it was chosen (for the verification's summary)."""
+    """The commands a check runs, and why they were chosen (for the verification's summary)."""
 
     command: str | None  # None: nothing to run, and `reason` says why
     reason: str
     tests: tuple[Path, ...] = ()  # the test files the command runs
+    # The project's other test files, which the check runs after `command` passed, in the time left
+    # (verify.py); None when `command` runs them all already.
+    rest_command: str | None = None
+    rest: tuple[Path, ...] = ()
 
 
 def is_test_file(path: Path) -> bool:
@@ -70,15 +75,19 @@ def find_tests(folder: Path, edited: Path) -> TestPlan:
         )
     related = [test for test in tests if test == edited or _imports(test, edited, folder)]
     chosen = related or tests
-    files = " ".join(shlex.quote(test.relative_to(folder).as_posix()) for test in chosen)
-    if runner == "pytest":
+    # A test file's edit changes no other test's outcome: the others are for edits of the code.
+    others = () if is_test_file(edited) else tuple(test for test in tests if test not in chosen)
+
+    def command_for(files: Sequence[Path]) -> str:
+        listed = " ".join(shlex.quote(test.relative_to(folder).as_posix()) for test in files)
+        if runner == "unittest":
+            return f"{shlex.quote(python)} -m unittest {listed}"
         # Outside the project's own environment, the plugins installed beside pytest are not the project's.
         plugins = "" if projects else "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 "
         # Short tracebacks: what the model reads of a failure, and what test_failures.py reads.
         command = f"{plugins}{shlex.quote(python)} -m pytest -q -p no:cacheprovider --tb=short"
-        command += f" {files}" if related else ""
-    else:
-        command = f"{shlex.quote(python)} -m unittest {files}"
+        return command + (f" {listed}" if related else "")  # all: as the project's configuration says
+
     if related == [edited]:
         which = f"{edited.name} itself"
     elif related:
@@ -86,7 +95,13 @@ def find_tests(folder: Path, edited: Path) -> TestPlan:
         which = f"{_count(len(related), 'test file')} that {verb} {edited.stem}"
     else:
         which = f"all {_count(len(tests), 'test file')} (none imports {edited.stem})"
-    return TestPlan(command, f"{runner} with {where}, on {which}", tuple(chosen))
+    return TestPlan(
+        command_for(chosen),
+        f"{runner} with {where}, on {which}",
+        tuple(chosen),
+        command_for(others) if others else None,
+        others,
+    )
 
 
 def _count(n: int, noun: str) -> str:

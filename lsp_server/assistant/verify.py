@@ -15,7 +15,7 @@ import logging
 import shlex
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from . import passing_tests
 from .check_sandbox import CheckSandbox, CopyRefused, SandboxUnavailable, copy_folder, left_out_note
 from .proposals import Checkpoint, ProposedEdit
 from .sandbox import Sandbox
-from .test_discovery import find_tests
+from .test_discovery import TestPlan, find_tests
 from .tools import ToolRunner
 
 log = logging.getLogger("llama_lsp.verify")
@@ -34,6 +34,9 @@ class CheckResult:
     passed: bool
     output: str  # trimmed
     seconds: float
+    command: str
+    timed_out: bool = False
+    rest: str | None = None  # after the related tests, how the other test files went (Verifier._the_rest)
 
 
 @dataclass
@@ -55,6 +58,7 @@ class Verification:
     dropped_tests: list[str] = field(default_factory=list)
     written_tests: int = 0
     refused: str | None = None  # why the command could not run at all (no sandbox); None: it could
+    rest: str | None = None  # with "auto": how the project's other test files went, for the edit returned
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -65,6 +69,7 @@ class Verification:
             "attempts": self.attempts,
             "sandbox": self.sandbox,
             "droppedTests": self.dropped_tests,
+            "rest": self.rest,
             "output": self.output,
             "summary": self.summary(),
         }
@@ -90,13 +95,19 @@ class Verification:
                     f"; {len(self.dropped_tests)} of {self.written_tests} tests written failed on the code "
                     f"as it is and were dropped: {', '.join(self.dropped_tests)}"
                 )
+            if self.rest:
+                said += f"; {self.rest}"
             return said
         if self.attempts == 1:  # the other candidates, if any, repeated that edit
-            return f"not verified: `{self.command}` failed on the one edit it checked"
-        return f"not verified: `{self.command}` failed on all {self.attempts} attempts"
+            said = f"not verified: `{self.command}` failed on the one edit it checked"
+        else:
+            said = f"not verified: `{self.command}` failed on all {self.attempts} attempts"
+        return f"{said}; {self.rest}" if self.rest else said
 
 
 AUTO = "auto"
+# The other test files run only with at least this much of verifyTimeout left after the related ones.
+REST_MIN_S = 2.0
 
 
 class Verifier:
@@ -120,6 +131,8 @@ class Verifier:
         self.check_sandbox = check_sandbox or CheckSandbox()
         self.verification = Verification(None, auto=True) if command == AUTO else Verification(command)
         self._before: asyncio.Future[CheckResult | None] | None = None
+        self._plan: TestPlan | None = None  # what "auto" found
+        self._rest_before: CheckResult | None = None  # the other test files on the code without the edit
         self._checks_fixes = True
         self._keeps_passing_tests = False
 
@@ -180,6 +193,10 @@ class Verifier:
         if not result.passed and self._keeps_passing_tests:
             result = await self._without_failing_tests(runner, result)
         if result.passed:
+            result = await self._the_rest(runner, result)
+            self.verification.output = result.output
+        self.verification.rest = result.rest
+        if result.passed:
             self.verification.passed = True
             return None
         self.verification.passed = False
@@ -187,9 +204,35 @@ class Verifier:
             self.verification.first_failure = (state, result)
         runner.proposals.withdraw_latest()
         return (
-            f"That change was checked with `{self.command}`, which failed:\n```\n{result.output}\n```\n"
+            f"That change was checked with `{result.command}`, which failed:\n```\n{result.output}\n```\n"
             "Find what is wrong and write it again."
         )
+
+    async def _the_rest(self, runner: ToolRunner, passed: CheckResult) -> CheckResult:
+        """After `passed`, the check of the related tests: the project's other test files (auto's
+        `rest_command`) on the same edits, in what is left of verifyTimeout. Their failed result when they
+        fail with the edits and pass without them; else `passed`. Either says how they went (`rest`)."""
+        plan = self._plan
+        if plan is None or plan.rest_command is None:
+            return passed
+        others = "the other test file" if len(plan.rest) == 1 else f"the other {len(plan.rest)} test files"
+        left = self.timeout_s - passed.seconds
+        if left < REST_MIN_S:
+            return replace(passed, rest=f"{others} did not run: verifyTimeout was used up")
+        edited = runner.proposals.edits[-1].path
+        after = await self._run(runner.proposals.changed_texts(), edited, plan.rest_command, left)
+        if after is None:
+            return passed
+        if after.passed:
+            return replace(passed, rest=f"{others} passed too")
+        if after.timed_out:
+            return replace(passed, rest=f"{others} did not finish within verifyTimeout")
+        if self._rest_before is None:  # once per request: the code without the edits does not change
+            self._rest_before = await self._run({}, edited, plan.rest_command, self.timeout_s)
+        if self._rest_before is None or not self._rest_before.passed:
+            return replace(passed, rest=f"{others} failed without the edit too, so not counted")
+        log.info("the edit broke %s", others)
+        return replace(after, rest=f"{others} passed without the edit and failed with it")
 
     async def _without_failing_tests(self, runner: ToolRunner, result: CheckResult) -> CheckResult:
         """The latest edit, a new test file whose check failed, recorded again without the tests that
@@ -221,6 +264,7 @@ class Verifier:
         runner.proposals.restore(state)
         self.verification.passed = False
         self.verification.output = result.output
+        self.verification.rest = result.rest
 
     async def _can_run(self) -> bool:
         """Whether the command can run here; when it cannot, `verification.refused` says why."""
@@ -233,8 +277,11 @@ class Verifier:
                 self.verification.output = str(exc)
         return self.verification.refused is None
 
-    async def _run(self, texts: dict[Path, str], edited: Path) -> CheckResult | None:
-        """The check of the code with `texts` written over it; None when it cannot run (_can_run)."""
+    async def _run(
+        self, texts: dict[Path, str], edited: Path, command: str | None = None, timeout_s: float | None = None
+    ) -> CheckResult | None:
+        """The check (or `command`) on the code with `texts` written over it; None when it cannot run
+        (_can_run)."""
         if not await self._can_run():
             return None
         started = time.monotonic()
@@ -242,7 +289,7 @@ class Verifier:
         # A file outside every folder is checked alone: its directory may be anything (a home folder).
         root = folder or edited.parent
         if self.command == AUTO:
-            plan = await asyncio.to_thread(find_tests, root, edited)
+            plan = self._plan = await asyncio.to_thread(find_tests, root, edited)
             log.info("auto: %s: %s", plan.command, plan.reason)
             self.command = plan.command or ""
             self.verification.command, self.verification.reason = plan.command, plan.reason
@@ -250,11 +297,12 @@ class Verifier:
                 self.verification.refused = plan.reason
         if self.verification.refused is not None:
             return None
-        command = self.command.replace("{file}", shlex.quote(edited.relative_to(root).as_posix()))
-        ran = await run_on_copy(self.check_sandbox, command, root, folder is not None, texts, self.timeout_s)
+        command = command or self.command.replace("{file}", shlex.quote(edited.relative_to(root).as_posix()))
+        timeout_s = timeout_s or self.timeout_s
+        ran = await run_on_copy(self.check_sandbox, command, root, folder is not None, texts, timeout_s)
         if ran.isolation is not None:
             self.verification.sandbox = ran.isolation
-        return CheckResult(ran.passed, ran.output, time.monotonic() - started)
+        return CheckResult(ran.passed, ran.output, time.monotonic() - started, command, ran.timed_out)
 
 
 @dataclass(frozen=True)
@@ -265,6 +313,7 @@ class CopyRun:
     output: str  # what was left out of the copy, then the command's trimmed output
     isolation: str | None  # "bwrap" or "none"; None: the folder could not be copied, nothing ran
     copy: Path  # where the copy was (gone now): the absolute paths in the output start with it
+    timed_out: bool = False  # killed at timeout_s
 
 
 async def run_on_copy(
@@ -296,4 +345,4 @@ async def run_on_copy(
                 target.write_text(text, encoding="utf-8")
         venvs_of = root if copy_root else None
         ran = await check_sandbox.run(command, copy, Path(scratch), timeout_s, venvs_of=venvs_of)
-    return CopyRun(ran.passed, left_out_note(left_out) + ran.output, ran.isolation, copy)
+    return CopyRun(ran.passed, left_out_note(left_out) + ran.output, ran.isolation, copy, ran.timed_out)
