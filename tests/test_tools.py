@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.assistant.proposals import ProposedEdit
-from lsp_server.assistant.sandbox import Diagnostic, Sandbox, ToolError
+from lsp_server.assistant.sandbox import Sandbox, ToolError
 from lsp_server.assistant.tool_schemas import TOOL_NAMES, TOOL_SCHEMAS, schemas_for
 from lsp_server.assistant.tools import SEARCH_TIME_BUDGET_S, ToolRunner
 
@@ -341,9 +341,6 @@ def test_search_is_bounded_in_matches_and_line_length(root: Path):
     assert lines[50].startswith("[stopped after 50 matches")
 
 
-# get_diagnostics
-
-
 def test_lines_are_numbered_as_the_editor_numbers_them_form_feeds_included(root: Path):
     (root / "old.py").write_text("a = 1\n\x0c\nb = 2\n")  # a form feed is not a line ending in LSP
     runner = runner_for(root)
@@ -391,34 +388,6 @@ def test_file_system_failures_come_back_to_the_model_as_errors(root: Path, name:
         assert "src/app.py" in result
     else:
         assert result.startswith("Error: "), result
-
-
-def test_get_diagnostics_formats_what_the_callback_gives(root: Path):
-    app = root / "src" / "app.py"
-    asked: list[Path | None] = []
-
-    def diagnostics(path: Path | None) -> list[Diagnostic]:
-        asked.append(path)
-        return [
-            Diagnostic(app, 5, 1, "warning", "unused\nresult", None),
-            Diagnostic(app, 2, 5, "error", "undefined name 'x'", "pyflakes"),
-        ]
-
-    runner = runner_for(root, diagnostics=diagnostics)
-    assert runner.run("get_diagnostics", {"path": "src/app.py"}).text.splitlines() == [
-        "src/app.py:2:5: error: undefined name 'x' [pyflakes]",
-        "src/app.py:5:1: warning: unused result",
-    ]
-    runner.run("get_diagnostics", {})
-    assert asked == [app, None]
-
-
-def test_get_diagnostics_says_when_there_are_none_and_bounds_many(root: Path):
-    app = root / "src" / "app.py"
-    assert runner_for(root).run("get_diagnostics", {}).text == "No diagnostics."
-    many = [Diagnostic(app, n, 1, "hint", "h") for n in range(1, 131)]
-    lines = runner_for(root, diagnostics=lambda path: many).run("get_diagnostics", {}).text.splitlines()
-    assert len(lines) == 101 and lines[-1].startswith("... 30 more")
 
 
 # edit, and edit with an empty old_text (a new file)
@@ -548,9 +517,9 @@ def test_model_mistakes_come_back_as_errors(root: Path, name: str, arguments: ob
     assert runner.proposals.edits == []
 
 
-def test_schemas_declare_the_four_tools_in_a_fixed_order():
+def test_schemas_declare_the_three_tools_in_a_fixed_order():
     names = [schema["function"]["name"] for schema in TOOL_SCHEMAS]
-    assert names == TOOL_NAMES == ["read_file", "search", "get_diagnostics", "edit"]
+    assert names == TOOL_NAMES == ["read_file", "search", "edit"]
     for schema in TOOL_SCHEMAS:
         assert schema["type"] == "function"
         parameters = schema["function"]["parameters"]

@@ -30,9 +30,10 @@ def _tool(
 
 
 # Every token here is read before every first answer and sits in every slot's cache, and each tool costs
-# ~40 tokens of the template's JSON before its first word: so four tools, named so that their arguments
-# need no description of their own (measured: 771 tokens for system and tools with six described
-# tools; `tests/test_prompt_budget.py` holds the budget).
+# ~40 tokens of the template's JSON before its first word: so three tools, whose arguments are named so
+# that they need no description of their own (system prompt and tools: 771 tokens with six described
+# tools, 398 now; `tests/test_prompt_budget.py` holds the budget). There is no tool for diagnostics: a
+# chat request carries none, and a Fix has its own in its prompt.
 _STRING = {"type": "string"}
 _INTEGER = {"type": "integer"}
 
@@ -49,9 +50,6 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
         "Find the lines matching a Python regex in the workspace's files; without a pattern, list the "
         "files. A glob such as `*.py` limits the paths.",
         {"pattern": _STRING, "glob": _STRING},
-    ),
-    _tool(
-        "get_diagnostics", "List the editor's errors and warnings, in one file or in all.", {"path": _STRING}
     ),
     _tool(
         "edit",

@@ -37,7 +37,6 @@ LIST_MAX_FILES = 200
 SEARCH_MAX_MATCHES = 50
 SEARCH_TIME_BUDGET_S = 3.0  # a whole search, so a backtracking pattern cannot hold a turn up for long
 SEARCH_LINE_CHARS = 200
-DIAGNOSTICS_MAX = 100
 
 
 log = logging.getLogger("llama_lsp.tools")
@@ -74,7 +73,6 @@ class ToolRunner:
         self._handlers: dict[str, Callable[[dict[str, Any]], str]] = {
             "read_file": self._read_file,
             "search": self._search,
-            "get_diagnostics": self._get_diagnostics,
             "edit": self._edit,
         }
 
@@ -198,24 +196,6 @@ class ToolRunner:
         if not matches:
             return f"{note}No matches for {pattern!r}."
         return note + "\n".join(matches)
-
-    def _get_diagnostics(self, args: dict[str, Any]) -> str:
-        path = self.sandbox.resolve(args["path"]) if "path" in args else None
-        found = sorted(self.sandbox.diagnostics(path), key=lambda d: (str(d.path), d.line, d.column))
-        if not found:
-            return (
-                f"No diagnostics for {self.sandbox.display(path)}." if path is not None else "No diagnostics."
-            )
-        lines = []
-        for d in found[:DIAGNOSTICS_MAX]:
-            message = " ".join(d.message.split())  # multi-line messages would break one-per-line
-            source = f" [{d.source}]" if d.source else ""
-            lines.append(
-                f"{self.sandbox.display(d.path)}:{d.line}:{d.column}: {d.severity}: {message}{source}"
-            )
-        if len(found) > DIAGNOSTICS_MAX:
-            lines.append(f"... {len(found) - DIAGNOSTICS_MAX} more; ask for one file's diagnostics")
-        return "\n".join(lines)
 
     def _edit(self, args: dict[str, Any]) -> str:
         path = self.sandbox.resolve(args["path"])
