@@ -111,7 +111,7 @@ def test_the_edit_tool_of_a_document_turn_keeps_the_code_too(project: Path):
     after = recorded(runner, project / "getopt_lite.py")
     assert "def do_longs(opts, opt, longopts, args):\n" in after and "parse_options" not in after
     assert '"""Parse one long option."""' in after
-    created = runner.run("edit", {"path": "docs.py", "old_text": "", "new_text": '"""Docs."""\n'})
+    created = runner.run("create_file", {"path": "docs.py", "content": '"""Docs."""\n'})
     assert not created.ok and "creates no files" in created.problem
 
 

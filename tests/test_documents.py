@@ -234,7 +234,7 @@ def test_with_no_folder_and_no_document_the_tools_say_no_folder_is_open():
     runner = ToolRunner(Sandbox([]))
     for tool, arguments in [
         ("read_file", {"path": "x.py"}),
-        ("edit", {"path": "x.py", "old_text": "", "new_text": ""}),
+        ("create_file", {"path": "x.py", "content": ""}),
     ]:
         result = runner.run(tool, arguments).text
         assert result.startswith("Error:") and "no folder is open" in result, result

@@ -13,8 +13,8 @@ from lsp_server.assistant.tool_schemas import TOOL_NAMES, schemas_for
 
 from .conftest import open_engine
 
-# Measured with qwen2.5-coder-1.5b's template: 398 (771 with the six described tools of before).
-STABLE_PREFIX_BUDGET = 400
+# Measured with qwen2.5-coder-1.5b's template: 457 (771 with the six described tools of before).
+STABLE_PREFIX_BUDGET = 460
 
 
 def test_the_system_prompt_and_tools_fit_the_budget_with_the_default_models_template(

@@ -145,8 +145,7 @@ def test_a_symlink_leading_outside_is_refused_and_not_listed(root: Path):
     assert "outside the workspace" in runner.run("read_file", {"path": "link.txt"}).text
     assert "outside the workspace" in runner.run("read_file", {"path": "linkdir/secret.txt"}).text
     assert (
-        "outside the workspace"
-        in runner.run("edit", {"path": "linkdir/new.txt", "old_text": "", "new_text": ""}).text
+        "outside the workspace" in runner.run("create_file", {"path": "linkdir/new.txt", "content": ""}).text
     )
     assert "link" not in runner.run("search", {}).text
     assert runner.run("search", {"pattern": "secret"}).text == "No matches for 'secret'."
@@ -375,7 +374,7 @@ def test_a_catastrophic_regex_stops_within_the_time_budget_and_says_so(root: Pat
         ("read_file", {"path": "x" * 5000}),  # longer than NAME_MAX: stat raises ENAMETOOLONG
         ("read_file", {"path": "loop/x.py"}),
         ("edit", {"path": "loop", "old_text": "a", "new_text": "b"}),
-        ("edit", {"path": "y" * 5000 + ".py", "old_text": "", "new_text": "x = 1\n"}),
+        ("create_file", {"path": "y" * 5000 + ".py", "content": "x = 1\n"}),
         ("search", {}),
         ("search", {"pattern": "hello"}),
     ],
@@ -390,7 +389,7 @@ def test_file_system_failures_come_back_to_the_model_as_errors(root: Path, name:
         assert result.startswith("Error: "), result
 
 
-# edit, and edit with an empty old_text (a new file)
+# edit and create_file
 
 
 def test_edit_is_proposed_not_written(root: Path):
@@ -430,7 +429,7 @@ def test_an_edit_that_does_not_apply_is_an_error_and_records_nothing(root: Path)
     ambiguous = runner.run("edit", {"path": "dup.py", "old_text": "x = 1", "new_text": "x = 2"}).text
     assert ambiguous.startswith("Error: old_text occurs 2 times")
     empty = runner.run("edit", {"path": "dup.py", "old_text": "", "new_text": "x"}).text
-    assert empty.startswith("Error: dup.py exists: quote the text to replace as old_text")
+    assert empty.startswith("Error: old_text is empty")
     same = runner.run("edit", {"path": "dup.py", "old_text": "x = 1\nx", "new_text": "x = 1\nx"}).text
     assert same.startswith("Error:")
     assert runner.proposals.edits == []
@@ -444,10 +443,10 @@ def test_an_edit_to_a_missing_or_outside_file_is_an_error(root: Path):
     assert runner.proposals.edits == []
 
 
-def test_a_new_file_is_proposed_not_written_and_can_be_read_and_edited(root: Path):
+def test_create_file_is_proposed_not_written_and_can_be_read_and_edited(root: Path):
     before = snapshot(root)
     runner = runner_for(root)
-    result = runner.run("edit", {"path": "src/new/mod.py", "old_text": "", "new_text": "A = 1\nB = 2\n"}).text
+    result = runner.run("create_file", {"path": "src/new/mod.py", "content": "A = 1\nB = 2\n"}).text
     assert "Proposed creating src/new/mod.py (2 lines)" in result
     new = root / "src" / "new" / "mod.py"
     assert runner.proposals.edits == [ProposedEdit(new, None, "A = 1\nB = 2\n")]
@@ -465,14 +464,15 @@ def test_a_new_file_is_proposed_not_written_and_can_be_read_and_edited(root: Pat
     assert snapshot(root) == before
 
 
-def test_a_new_file_refuses_an_existing_or_already_proposed_path(root: Path):
+def test_create_file_refuses_an_existing_or_already_proposed_path(root: Path):
     runner = runner_for(root, open_text=lambda p: "unsaved" if p.name == "untitled.py" else None)
     for existing in ("src/app.py", "src", "untitled.py"):
-        result = runner.run("edit", {"path": existing, "old_text": "", "new_text": "x"}).text
-        assert f"{existing} exists: quote the text to replace as old_text" in result
-    assert "Proposed" in runner.run("edit", {"path": "new.py", "old_text": "", "new_text": "x"}).text
-    assert "already proposed" in runner.run("edit", {"path": "new.py", "old_text": "", "new_text": "y"}).text
-    assert "is a file" in runner.run("edit", {"path": "README.md/x.py", "old_text": "", "new_text": "y"}).text
+        assert (
+            f"{existing} already exists" in runner.run("create_file", {"path": existing, "content": "x"}).text
+        )
+    assert "Proposed" in runner.run("create_file", {"path": "new.py", "content": "x"}).text
+    assert "already proposed" in runner.run("create_file", {"path": "new.py", "content": "y"}).text
+    assert "is a file" in runner.run("create_file", {"path": "README.md/x.py", "content": "y"}).text
     assert [edit.path.name for edit in runner.proposals.edits] == ["new.py"]
 
 
@@ -480,7 +480,7 @@ def test_nothing_is_ever_written_to_disk(root: Path):
     before = snapshot(root)
     runner = runner_for(root)
     runner.run("edit", {"path": "src/app.py", "old_text": "hello", "new_text": "bye"})
-    runner.run("edit", {"path": "fresh.txt", "old_text": "", "new_text": "new"})
+    runner.run("create_file", {"path": "fresh.txt", "content": "new"})
     runner.run("read_file", {"path": "src/app.py"})
     runner.run("search", {})
     runner.run("search", {"pattern": "bye"})
@@ -504,7 +504,7 @@ def test_nothing_is_ever_written_to_disk(root: Path):
         ("read_file", {"path": "src/app.py", "startLine": True}, "must be an integer"),
         ("read_file", {"path": "src/app.py", "start_line": 2}, "no argument 'start_line'"),
         ("edit", {"path": "src/app.py", "old_text": "main"}, "needs the argument 'new_text'"),
-        ("edit", {"path": "x.py", "old_text": "", "new_text": 5}, "must be a string"),
+        ("create_file", {"path": "x.py", "content": 5}, "must be a string"),
         ("search", {"pattern": 3}, "'pattern' to search must be a string"),
         ("search", {"glob": "[z-a]"}, "not a valid glob"),
     ],
@@ -517,9 +517,9 @@ def test_model_mistakes_come_back_as_errors(root: Path, name: str, arguments: ob
     assert runner.proposals.edits == []
 
 
-def test_schemas_declare_the_three_tools_in_a_fixed_order():
+def test_schemas_declare_the_four_tools_in_a_fixed_order():
     names = [schema["function"]["name"] for schema in TOOL_SCHEMAS]
-    assert names == TOOL_NAMES == ["read_file", "search", "edit"]
+    assert names == TOOL_NAMES == ["read_file", "search", "edit", "create_file"]
     for schema in TOOL_SCHEMAS:
         assert schema["type"] == "function"
         parameters = schema["function"]["parameters"]

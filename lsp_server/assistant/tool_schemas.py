@@ -30,10 +30,12 @@ def _tool(
 
 
 # Every token here is read before every first answer and sits in every slot's cache, and each tool costs
-# ~40 tokens of the template's JSON before its first word: so three tools, whose arguments are named so
+# ~40 tokens of the template's JSON before its first word: so four tools, whose arguments are named so
 # that they need no description of their own (system prompt and tools: 771 tokens with six described
-# tools, 398 now; `tests/test_prompt_budget.py` holds the budget). There is no tool for diagnostics: a
-# chat request carries none, and a Fix has its own in its prompt.
+# tools, 457 now; `tests/test_prompt_budget.py` holds the budget). There is no tool for diagnostics:
+# a chat request carries none, and a Fix has its own in its prompt. Listing the files is a search with
+# no pattern; creating a file stays a tool of its own: asked for a new file, the 1.5B model called
+# create_file, but with only `edit` (an empty old_text) it wrote the call as text instead.
 _STRING = {"type": "string"}
 _INTEGER = {"type": "integer"}
 
@@ -53,14 +55,14 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
     ),
     _tool(
         "edit",
-        "Propose a change: replace old_text, which must occur once in the file, with new_text. An empty "
-        "old_text creates a new file.",
+        "Propose a change: replace old_text, which must occur once in the file, with new_text.",
         {"path": _STRING, "old_text": _STRING, "new_text": _STRING},
         ("path", "old_text", "new_text"),
     ),
+    _tool("create_file", "Propose a new file.", {"path": _STRING, "content": _STRING}, ("path", "content")),
 ]
 TOOL_NAMES = [schema["function"]["name"] for schema in TOOL_SCHEMAS]
-EDIT_TOOL_NAMES = frozenset({"edit"})  # the tools that propose edits rather than read
+EDIT_TOOL_NAMES = frozenset({"edit", "create_file"})  # the tools that propose edits rather than read
 _FUNCTIONS: dict[str, dict[str, Any]] = {
     schema["function"]["name"]: schema["function"] for schema in TOOL_SCHEMAS
 }

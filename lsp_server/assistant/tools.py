@@ -3,7 +3,7 @@
 The runner dispatches a call to its tool after checking the arguments against the tool's schema
 (lsp_server.assistant.tool_schemas); the tools read through the sandbox (lsp_server.assistant.sandbox)
 and propose edits into the request's ledger (lsp_server.assistant.proposals). Tools never write to disk:
-`edit` only records a ProposedEdit for the user to review. Every mistake, the model's
+`edit` and `create_file` only record a ProposedEdit for the user to review. Every mistake, the model's
 or ours, comes back as text for the model to read. Plain Python only; the feature layer converts to and
 from LSP types.
 """
@@ -74,6 +74,9 @@ class ToolRunner:
             "read_file": self._read_file,
             "search": self._search,
             "edit": self._edit,
+            "create_file": lambda args: self._create_file(
+                self.sandbox.resolve(args["path"]), args["content"]
+            ),
         }
 
     def run(self, name: str, arguments: object) -> ToolOutcome:
@@ -92,9 +95,9 @@ class ToolRunner:
             return ToolOutcome.failed(f"{name} failed unexpectedly ({type(exc).__name__})")
 
     def propose_file(self, path: str, content: str) -> str | None:
-        """Records a new file as an edit with an empty old_text would (the block-rewrite format); None
-        when recorded, else why not."""
-        outcome = self.run("edit", {"path": path, "old_text": "", "new_text": content})
+        """Records a new file as create_file would (the block-rewrite format); None when recorded, else
+        why not."""
+        outcome = self.run("create_file", {"path": path, "content": content})
         return None if outcome.ok else outcome.problem
 
     def _files(self, glob: str | None) -> list[tuple[str, Path]]:
@@ -202,8 +205,6 @@ class ToolRunner:
         name = self.sandbox.display(path)
         old_text: str = args["old_text"]
         new_text: str = args["new_text"]
-        if not old_text:
-            return self._create_file(path, new_text)
         if old_text == new_text:
             raise ToolError("old_text and new_text are the same, so nothing would change")
         before = self.proposals.text_after_edits(path)
@@ -232,13 +233,9 @@ class ToolRunner:
     def _create_file(self, path: Path, content: str) -> str:
         name = self.sandbox.display(path)
         if any(edit.path == path and edit.kind == "create" for edit in self.proposals.edits):
-            raise ToolError(
-                f"{name} is already proposed in this request; quote the text to replace as old_text"
-            )
+            raise ToolError(f"{name} is already proposed in this request; use edit to change it")
         if path.exists() or self.sandbox.open_text(path) is not None:
-            raise ToolError(
-                f"{name} exists: quote the text to replace as old_text (empty creates a new file)"
-            )
+            raise ToolError(f"{name} already exists; use edit to change it")
         ancestor = path.parent
         while not ancestor.exists():
             ancestor = ancestor.parent
