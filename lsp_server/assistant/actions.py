@@ -122,7 +122,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
         output=Output.TEST_FILE,
         instruction="Write unit tests for this code, in the project's test style, as the complete new file "
         "`{test_file}` in one ```{language} block. Write only that block.",
-        # No edit-tool turn: a whole test file as an edit tool argument is JSON-escaped text, which this
+        # No edit-tool turn: a whole test file as a create_file argument is JSON-escaped text, which this
         # size of model gets wrong (and which retries grow past the context).
         keeps_passing_tests=True,
     ),
@@ -235,7 +235,7 @@ def test_file_for(path: Path, sandbox: Sandbox) -> str:
     for name in names:
         try:
             taken = (path.parent / name).exists()
-        except OSError:  # e.g. a name too long for the file system: proposing the file will say so
+        except OSError:  # e.g. a name too long for the file system: create_file will say so to the model
             taken = False
         if not taken:
             return sandbox.display(path.parent / name)

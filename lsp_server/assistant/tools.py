@@ -74,9 +74,7 @@ class ToolRunner:
             "read_file": self._read_file,
             "search": self._search,
             "edit": self._edit,
-            "create_file": lambda args: self._create_file(
-                self.sandbox.resolve(args["path"]), args["content"]
-            ),
+            "create_file": self._create_file,
         }
 
     def run(self, name: str, arguments: object) -> ToolOutcome:
@@ -230,8 +228,10 @@ class ToolRunner:
         self.proposals.record(ProposedEdit(path, old_text, new_text), before, after)
         return f"Proposed an edit to {name} at line {line}. The user will review it before it is applied."
 
-    def _create_file(self, path: Path, content: str) -> str:
+    def _create_file(self, args: dict[str, Any]) -> str:
+        path = self.sandbox.resolve(args["path"])
         name = self.sandbox.display(path)
+        content: str = args["content"]
         if any(edit.path == path and edit.kind == "create" for edit in self.proposals.edits):
             raise ToolError(f"{name} is already proposed in this request; use edit to change it")
         if path.exists() or self.sandbox.open_text(path) is not None:
