@@ -133,6 +133,10 @@ async def test_after_the_related_tests_pass_the_rest_runs_and_an_edit_that_break
     assert problem is not None and "test_report.py" in problem and "assert 2 == 0" in problem
     assert runner.proposals.edits == []  # withdrawn, as for any failed check
     assert check.verification.rest == "the other test file passed without the edit and failed with it"
+    assert check.verification.summary() == (
+        f"not verified: `{check.verification.command}` passed, but the other test file passed without the "
+        "edit and failed with it"
+    )
 
     check = Verifier("auto", 20, 3, Sandbox([project]))
     assert await check.check_latest(proposed(project, "def add(a, b):\n    return b + a\n")) is None

@@ -98,6 +98,8 @@ class Verification:
             if self.rest:
                 said += f"; {self.rest}"
             return said
+        if self.rest is not None and self.rest.endswith(BROKE_THE_REST):
+            return f"not verified: `{self.command}` passed, but {self.rest}"
         if self.attempts == 1:  # the other candidates, if any, repeated that edit
             said = f"not verified: `{self.command}` failed on the one edit it checked"
         else:
@@ -106,6 +108,7 @@ class Verification:
 
 
 AUTO = "auto"
+BROKE_THE_REST = "passed without the edit and failed with it"
 # The other test files run only with at least this much of verifyTimeout left after the related ones.
 REST_MIN_S = 2.0
 
@@ -232,7 +235,7 @@ class Verifier:
         if self._rest_before is None or not self._rest_before.passed:
             return replace(passed, rest=f"{others} failed without the edit too, so not counted")
         log.info("the edit broke %s", others)
-        return replace(after, rest=f"{others} passed without the edit and failed with it")
+        return replace(after, rest=f"{others} {BROKE_THE_REST}")
 
     async def _without_failing_tests(self, runner: ToolRunner, result: CheckResult) -> CheckResult:
         """The latest edit, a new test file whose check failed, recorded again without the tests that
