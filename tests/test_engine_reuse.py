@@ -284,6 +284,32 @@ def test_restore_from_disk_is_warm_and_matches_cold(test_model_path, cold_engine
         second.close()
 
 
+def test_a_slot_copied_by_a_warm_request_and_saved_at_once_restores_cells_that_match_cold(
+    test_model_path, cold_engine, tmp_path
+):
+    # The server's order when a question comes right after a document opens: the question reads the
+    # document in its own slot, then warming asks for the document's slot, which another slot now holds
+    # whole, and the editor closes. llama.cpp copies a stream's cells at the next decode: a copy with no
+    # decode after it used to be saved as the stream's old cells under the document's tokens.
+    first = open_engine(test_model_path)
+    ask(first, conversation("What does restock check?"), slot="question", max_tokens=4)
+    warmed = warm(first, conversation(), slot="document:inventory")
+    assert warmed["stats"]["n_evaluated"] > 0  # it read its last chunk, so the copy was made
+    assert first.save_slots(tmp_path)["saved"] == 2
+    first.close()
+
+    second = open_engine(test_model_path)
+    try:
+        second.restore_slots(tmp_path)
+        question = conversation("Which function changes the stock?")
+        # Named for the saved document slot, so it is the one loaded.
+        result = ask(second, question, slot="document:inventory")
+        assert result["stats"]["n_reused"] == warmed["stats"]["n_prompt"]
+        assert_same_as_cold(result, cold_engine, question)
+    finally:
+        second.close()
+
+
 def test_state_saved_for_another_model_is_never_loaded(test_model_path, tmp_path):
     first = open_engine(test_model_path, cache_key="model-one")
     ask(first, conversation("Hi"), slot="x")

@@ -119,11 +119,15 @@ void share_prefix(llama_lsp_engine & e, slot & target, const std::vector<llama_t
         return;  // the completion slot keeps its own cells, and its requests reuse only those (match)
     }
     const size_t own = e.reusable(prompt, target.tokens, limit, e.exact_reuse);
+    // llama.cpp writes a copied stream's cells at the next llama_decode; until then the stream holds
+    // its old cells under the donor's positions, and a save would write those. So a copy is always
+    // followed by a decode: a warm request that another slot holds whole still reads its last chunk.
+    const size_t copy_limit = prompt.empty() ? 0 : std::min(limit, prompt.size() - 1);
     slot * donor = nullptr;
     size_t from_donor = own;
     for (auto & s : e.slots) {
         if (&s == &target || s.infill) continue;
-        size_t n = e.reusable(prompt, s.tokens, limit, e.exact_reuse);
+        size_t n = e.reusable(prompt, s.tokens, copy_limit, e.exact_reuse);
         if (n > from_donor) {
             donor = &s;
             from_donor = n;
