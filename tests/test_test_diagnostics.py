@@ -131,6 +131,7 @@ def save(client: AssistantClient, uri: str) -> None:
 
 
 @pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.usefixtures("test_model_path")  # the server runs the 0.5B
 async def test_failures_show_after_a_save_offer_fix_and_clear_when_the_tests_pass(diagnosing_client):
     client, root = diagnosing_client, diagnosing_client.root
     assert client.server_info.capabilities.text_document_sync.save  # the editor sends didSave
@@ -172,6 +173,7 @@ async def test_failures_show_after_a_save_offer_fix_and_clear_when_the_tests_pas
 
 
 @pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.usefixtures("test_model_path")  # the server runs the 0.5B
 async def test_tests_that_cannot_show_their_failures_say_why_once(diagnosing_client):
     """A run past verifyTimeout is killed: nothing to point at, so the editor is told, once."""
     client, root = diagnosing_client, diagnosing_client.root

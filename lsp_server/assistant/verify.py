@@ -37,6 +37,7 @@ class CheckResult:
     command: str
     timed_out: bool = False
     rest: str | None = None  # after the related tests, how the other test files went (Verifier._the_rest)
+    broke_rest: bool = False  # the related tests passed, and the other test files broke with the edit
 
 
 @dataclass
@@ -59,6 +60,7 @@ class Verification:
     written_tests: int = 0
     refused: str | None = None  # why the command could not run at all (no sandbox); None: it could
     rest: str | None = None  # with "auto": how the project's other test files went, for the edit returned
+    broke_rest: bool = False  # with "auto": the edit returned passed its related tests, and broke the others
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -98,7 +100,7 @@ class Verification:
             if self.rest:
                 said += f"; {self.rest}"
             return said
-        if self.rest is not None and self.rest.endswith(BROKE_THE_REST):
+        if self.broke_rest:
             return f"not verified: `{self.command}` passed, but {self.rest}"
         if self.attempts == 1:  # the other candidates, if any, repeated that edit
             said = f"not verified: `{self.command}` failed on the one edit it checked"
@@ -108,7 +110,6 @@ class Verification:
 
 
 AUTO = "auto"
-BROKE_THE_REST = "passed without the edit and failed with it"
 # The other test files run only with at least this much of verifyTimeout left after the related ones.
 REST_MIN_S = 2.0
 
@@ -198,7 +199,7 @@ class Verifier:
         if result.passed:
             result = await self._the_rest(runner, result)
             self.verification.output = result.output
-        self.verification.rest = result.rest
+        self.verification.rest, self.verification.broke_rest = result.rest, result.broke_rest
         if result.passed:
             self.verification.passed = True
             return None
@@ -235,7 +236,7 @@ class Verifier:
         if self._rest_before is None or not self._rest_before.passed:
             return replace(passed, rest=f"{others} failed without the edit too, so not counted")
         log.info("the edit broke %s", others)
-        return replace(after, rest=f"{others} {BROKE_THE_REST}")
+        return replace(after, rest=f"{others} passed without the edit and failed with it", broke_rest=True)
 
     async def _without_failing_tests(self, runner: ToolRunner, result: CheckResult) -> CheckResult:
         """The latest edit, a new test file whose check failed, recorded again without the tests that
@@ -267,7 +268,7 @@ class Verifier:
         runner.proposals.restore(state)
         self.verification.passed = False
         self.verification.output = result.output
-        self.verification.rest = result.rest
+        self.verification.rest, self.verification.broke_rest = result.rest, result.broke_rest
 
     async def _can_run(self) -> bool:
         """Whether the command can run here; when it cannot, `verification.refused` says why."""
