@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from lsp_server.assistant import prompts
+from lsp_server.assistant.rewrite import code_block
 from lsp_server.assistant.tool_schemas import TOOL_SCHEMAS
 from lsp_server.engine import native
 
@@ -158,6 +159,7 @@ def test_prompt_larger_than_the_context_is_rejected_and_the_engine_keeps_serving
         b'{"messages": [{"role": "user", "content": "x"}], "tool_choice": "sometimes"}',
         b'{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]}',
         b'{"prompt": "x", "stop": [1]}',
+        b'{"messages": [{"role": "user", "content": "x"}], "continue_answer": true}',
     ],
 )
 def test_invalid_requests_get_errors_not_crashes(warm_engine, payload):
@@ -170,3 +172,23 @@ def test_invalid_requests_get_errors_not_crashes(warm_engine, payload):
             )
         )
     assert warm_engine.generate({"prompt": "x = 1", "max_tokens": 2})["tokens"]
+
+
+def test_an_answer_continued_from_its_start_is_the_answer(warm_engine):
+    """continue_answer (the block turn's way to the code after words without it): the model goes on from
+    the start it is given; from a start the greedy answer wrote, it writes the rest of that answer."""
+    messages = [
+        {"role": "system", "content": "You help with code."},
+        {"role": "user", "content": "Write a Python function that adds two numbers, in a code block."},
+    ]
+    whole = warm_engine.generate({"messages": messages, "max_tokens": 48})
+    fence = whole["content"].index("```python\n") + len("```python\n")
+    start = whole["content"][:fence]
+    continued = warm_engine.generate(
+        {"messages": [*messages, {"role": "assistant", "content": start}], "continue_answer": True, "max_tokens": 40}
+    )
+    # The result is the whole answer, its start included; its code is what the greedy answer wrote (the
+    # words after it may differ at a near-tie: the start was read in a batch, not one token at a time).
+    assert continued["content"].startswith(start + "def ")
+    assert code_block(continued["content"]) == code_block(whole["content"]) != ""
+    assert continued["stats"]["n_reused"] > 0  # the question was in the cache

@@ -127,7 +127,9 @@ async def test_tests_that_all_fail_or_collect_nothing_are_no_edit(tmp_path: Path
         check.keep_passing_tests()
         runner = new_test_file(tmp_path, written)
         problem = await check.check_latest(runner)
-        assert problem is not None and "failed" in problem
+        # The model reads what failed, to write the file again with the results the code gives.
+        assert problem is not None and "The code is correct" in problem
+        assert ("assert 2 == 3" if "test_bad" in written else "no tests ran") in problem, problem
         check.settle(runner)  # no failed candidate comes back, unlike other actions' edits
         assert runner.proposals.edits == []
         assert check.verification.passed is False

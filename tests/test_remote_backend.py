@@ -136,6 +136,16 @@ async def test_a_server_started_with_only_a_file_answers_when_the_setting_names_
             messages = [{"role": "user", "content": "Say hi."}]
             answer = await engine.generate(ChatRequest(messages=messages, max_tokens=3))
             assert answer.content and answer.stats.n_generated > 0
+            # An answer continued from its start (llama-server's assistant prefill) comes back whole, as
+            # from the local engine: the code right after the opened fence.
+            start = "Here it is:\n\n```python\n"
+            asked = [{"role": "user", "content": "Write a Python function that adds two numbers."}]
+            continued = await engine.generate(
+                ChatRequest(
+                    messages=[*asked, {"role": "assistant", "content": start}], max_tokens=16, continue_answer=True
+                )
+            )
+            assert continued.content.startswith(start + "def "), continued.content
         finally:
             await engine.aclose()
     finally:

@@ -120,8 +120,11 @@ ACTIONS: tuple[ActionSpec, ...] = (
         title="Write tests",
         lsp_kind="refactor.llama.tests",
         output=Output.TEST_FILE,
-        instruction="Write unit tests for this code, in the project's test style, as the complete new file "
-        "`{test_file}` in one ```{language} block. Write only that block.",
+        # A few short tests: a small model writing many runs into its token bound mid-test, and each
+        # token is time the user waits.
+        instruction="Write a few unit tests for this code (at most 6 test functions, each checking one "
+        "behaviour with concrete inputs and the results this code gives for them), in the project's test "
+        "style, as the complete new file `{test_file}` in one ```{language} block. Write only that block.",
         # No edit-tool turn: a whole test file as a create_file argument is JSON-escaped text, which this
         # size of model gets wrong (and which retries grow past the context).
         keeps_passing_tests=True,

@@ -44,12 +44,16 @@ class BlockRequest:
 
     message: str
     write: str  # asks for the whole new block in one fenced code block; repeated after a refusal
+    language: str = ""  # the fence's language tag
     write_tokens: int = 1024
     max_attempts: int = 3  # writes of the block, each after the previous one was refused
     # More to read for the candidates written after a failed check (a Fix: the code its problem names).
     # Not in the first prompt: with it, the 1.5B model fixed other tasks of the eval than without it,
     # and each of the two prompts is a candidate of its own.
     second_look: str = ""
+    # A failed check goes back to the model, which writes again after reading it, rather than fresh
+    # candidates (Write tests: the failures show the results the code really gives).
+    reads_failed_checks: bool = False
 
     def prompt(self, second_look: bool = False) -> str:
         parts = [self.message, self.second_look if second_look else "", self.write]
@@ -111,9 +115,23 @@ class BlockTurn:
     async def _answer(self, attempt: int) -> ChatResult:
         temperature = self.temperature if self.greedy else max(self.temperature, RETRY_TEMPERATURE)
         self.greedy = False
+        messages = [*self.conversation.messages, *self.exchange]
+        answer = await self._generate(messages, temperature, attempt)
+        if code_block(answer.content) is None and answer.finish_reason == "stop":
+            # Small models often say what is wrong and stop there; asked again, they say it again. The
+            # same answer goes on instead, from an opened fence: the code, after the words that lead to it.
+            # (One that ran to its bound without code rambled: it is refused, as before.)
+            start = f"{answer.content.rstrip()}\n\n```{self.request.language}\n".lstrip()
+            continued = [*messages, {"role": "assistant", "content": start}]
+            answer = await self._generate(continued, temperature, attempt, continue_answer=True)
+        return answer
+
+    async def _generate(
+        self, messages: list[Message], temperature: float, attempt: int, continue_answer: bool = False
+    ) -> ChatResult:
         answer = await self.engine.generate(
             ChatRequest(
-                messages=[*self.conversation.messages, *self.exchange],
+                messages=messages,
                 # The tools stay declared, unused, so that the prompt's prefix is the same as for every
                 # other turn.
                 tools=schemas_for(TOOL_NAMES),
@@ -122,6 +140,7 @@ class BlockTurn:
                 temperature=temperature,
                 seed=attempt,
                 slot=self.conversation.id,
+                continue_answer=continue_answer,
             )
         )
         self.result = count_answer(self.result, answer, self.records)
@@ -149,14 +168,21 @@ class BlockTurn:
             return True
         log.info("block refused: %s", problem[:300])
         self.refused.setdefault(code or "", problem)
-        if failed_check and self.first_failed is None:
+        if failed_check and self.request.reads_failed_checks:
+            self._feedback(reply, problem)
+            self.greedy = True  # a new prompt: its first answer is greedy, as every prompt's
+        elif failed_check and self.first_failed is None:
             self._start_candidates(reply)
-        elif self.first_failed is None:  # feedback: the model reads why, then writes the block again
-            # Only the latest refusal stays: each is a whole block (a test file can be thousands of
-            # tokens), and a pile of them would outgrow the context.
-            feedback = {"role": "user", "content": f"{problem}\n\n{self.request.write}"}
-            self.exchange = [self.exchange[0], reply, feedback]
+        elif self.first_failed is None:
+            self._feedback(reply, problem)
         return False
+
+    def _feedback(self, reply: Message, problem: str) -> None:
+        """The model reads why its block was refused, then writes it again. Only the latest refusal stays:
+        each is a whole block (a test file can be thousands of tokens), and a pile of them would outgrow
+        the context."""
+        feedback = {"role": "user", "content": f"{problem}\n\n{self.request.write}"}
+        self.exchange = [self.exchange[0], reply, feedback]
 
     def _start_candidates(self, failed: Message) -> None:
         """From the first failed check on, every answer is a fresh candidate: for the prompt with the

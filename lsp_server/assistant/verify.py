@@ -207,6 +207,12 @@ class Verifier:
         if self.verification.first_failure is None:
             self.verification.first_failure = (state, result)
         runner.proposals.withdraw_latest()
+        if self._keeps_passing_tests:  # the code is as it should be: what the tests expect is wrong
+            return (
+                f"Every test in that file failed (or none ran) on the code as it is, with `{result.command}`:"
+                f"\n```\n{result.output}\n```\nThe code is correct. Write the test file again, with the "
+                "results the code really gives."
+            )
         return (
             f"That change was checked with `{result.command}`, which failed:\n```\n{result.output}\n```\n"
             "Find what is wrong and write it again."

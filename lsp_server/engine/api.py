@@ -151,6 +151,9 @@ class ChatRequest:
     warm: bool = False  # only read the messages into the slot's cache (no generation prompt, no answer)
     background: bool = False  # may not evict a conversation's slot (set by Engine.submit)
     speculative: bool | None = None  # draft from the request's own tokens; None: the engine's setting
+    # The last message is the start of the assistant's answer, which the model continues; the result's
+    # content is the whole answer, that start included.
+    continue_answer: bool = False
 
     def to_native(self) -> dict[str, Any]:
         data = {k: v for k, v in asdict(self).items() if v is not None}

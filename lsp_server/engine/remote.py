@@ -194,9 +194,17 @@ class RemoteEngine:
         try:
             if self._model is None:  # the setting names none, and the server's model is not known yet
                 await self.ready()
-            return await self._stream(request, on_piece or (lambda _text: None))
+            result = await self._stream(request, on_piece or (lambda _text: None))
         finally:
             self._running -= 1
+        if request.continue_answer:
+            # llama-server continues a last assistant message (its assistant prefill) and answers with
+            # the whole answer, its start included, as the local engine does; a server that answers with
+            # what follows the start only gets the start put back.
+            start = request.messages[-1].get("content") or ""
+            if not result.content.startswith(start):
+                result.content = start + result.content
+        return result
 
     async def _stream(self, request: ChatRequest, on_piece: Callable[[str], None]) -> ChatResult:
         answer = _Answer(request, on_piece)

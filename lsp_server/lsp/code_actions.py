@@ -190,9 +190,11 @@ async def _write_edit(
     block = BlockRequest(
         message=message,
         write=write,
+        language=language,
         write_tokens=write_tokens,
         max_attempts=min(turn.settings.max_tool_steps, attempts),
         second_look=second_look,
+        reads_failed_checks=action.keeps_passing_tests,
     )
     await turn.write_block(
         block, actions.block_proposer(action, runner, path, source, first, last, test_file)

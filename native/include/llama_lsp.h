@@ -139,6 +139,9 @@ llama_lsp_engine * llama_lsp_open(const char * model_path, const char * options_
                             prompt (or the raw prompt taken as is) and evaluated, nothing is answered; the
                             result has empty content and "finish_reason" "stop" (or "cancelled": the chunks
                             read until then stay cached)
+     "continue_answer"      true: the last message is the start of the assistant's answer (text, no tool
+                            calls), which the model continues; the result holds what it wrote after that
+                            start ("invalid_request" when the last message is not the assistant's)
      "background"           true: the request may take only a free slot or one that background requests
                             used last, never evict a conversation's ("no_slot" error otherwise)
      "speculative"          true or false: draft or not (default: the engine's "speculative"); never for

@@ -124,6 +124,15 @@ prepared_prompt prepare(llama_lsp_engine & e, const json & request) {
         inputs.tool_choice = parse_tool_choice(request);
         inputs.parallel_tool_calls = get_or<bool>(request, "parallel_tool_calls", false);
         inputs.add_generation_prompt = !p.warm;
+        if (get_or<bool>(request, "continue_answer", false) && !p.warm) {
+            // The last message is the start of the answer, which the model continues (llama-server's
+            // assistant prefill, with the template's own rendering of it).
+            if (inputs.messages.back().role != "assistant" || !inputs.messages.back().tool_calls.empty()) {
+                throw engine_error("invalid_request", "continue_answer: the last message must be the assistant's text");
+            }
+            inputs.continue_final_message = COMMON_CHAT_CONTINUATION_AUTO;
+            inputs.add_generation_prompt = false;
+        }
         inputs.use_jinja = true;
         inputs.enable_thinking = false;
         if (inputs.tools.empty()) {
