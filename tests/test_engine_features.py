@@ -185,7 +185,11 @@ def test_an_answer_continued_from_its_start_is_the_answer(warm_engine):
     fence = whole["content"].index("```python\n") + len("```python\n")
     start = whole["content"][:fence]
     continued = warm_engine.generate(
-        {"messages": [*messages, {"role": "assistant", "content": start}], "continue_answer": True, "max_tokens": 40}
+        {
+            "messages": [*messages, {"role": "assistant", "content": start}],
+            "continue_answer": True,
+            "max_tokens": 40,
+        }
     )
     # The result is the whole answer, its start included; its code is what the greedy answer wrote (the
     # words after it may differ at a near-tie: the start was read in a batch, not one token at a time).

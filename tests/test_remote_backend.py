@@ -142,7 +142,9 @@ async def test_a_server_started_with_only_a_file_answers_when_the_setting_names_
             asked = [{"role": "user", "content": "Write a Python function that adds two numbers."}]
             continued = await engine.generate(
                 ChatRequest(
-                    messages=[*asked, {"role": "assistant", "content": start}], max_tokens=16, continue_answer=True
+                    messages=[*asked, {"role": "assistant", "content": start}],
+                    max_tokens=16,
+                    continue_answer=True,
                 )
             )
             assert continued.content.startswith(start + "def "), continued.content
