@@ -1,14 +1,17 @@
 """The block turn: a code action answered in the block-rewrite format (lsp_server.assistant.rewrite).
 
-The model writes the whole block again, and the turn goes through two phases:
+The model writes the whole block again. An answer that stops after its words, with no code, goes on
+from an opened fence in the same answer (asked again, small models repeat their words verbatim). Then
+the turn goes through two phases:
 
-- feedback: a block that cannot be the edit (no code block, does not apply or parse) goes back to the
-  model with why, and the model writes it again after reading that, in the same exchange;
+- feedback: a block that cannot be the edit (does not apply or parse) goes back to the model with why,
+  and the model writes it again after reading that, in the same exchange;
 - candidates: once a check failed, every later answer is a fresh candidate for the request's prompt
   (with its second look, where it has one), not a reply to the failure. On the eval's Fix tasks,
   retries that read the failed test's output fixed none with the 1.5B model, while fresh candidates
   passed on some; and the prompt's start stays the cached one, so a candidate decodes little more than
-  its answer.
+  its answer. Write tests is the exception (`reads_failed_checks`): its failures show the results the
+  code really gives, which is what its next answer needs.
 
 The exchange (the request and what followed it) is kept apart from the conversation while the turn
 runs, and joins it when the turn ends: the accepted answer's exchange, or when no candidate passed, the
