@@ -124,6 +124,7 @@ class BlockTurn:
             # Small models often say what is wrong and stop there; asked again, they say it again. The
             # same answer goes on instead, from an opened fence: the code, after the words that lead to it.
             # (One that ran to its bound without code rambled: it is refused, as before.)
+            log.info("no code in the answer: it goes on from an opened fence")
             start = f"{answer.content.rstrip()}\n\n```{self.request.language}\n".lstrip()
             continued = [*messages, {"role": "assistant", "content": start}]
             answer = await self._generate(continued, temperature, attempt, continue_answer=True)
