@@ -140,8 +140,10 @@ llama_lsp_engine * llama_lsp_open(const char * model_path, const char * options_
                             result has empty content and "finish_reason" "stop" (or "cancelled": the chunks
                             read until then stay cached)
      "continue_answer"      true: the last message is the start of the assistant's answer (text, no tool
-                            calls), which the model continues; the result holds what it wrote after that
-                            start ("invalid_request" when the last message is not the assistant's)
+                            calls), which the model continues (llama.cpp's continue_final_message); the
+                            result's "content" is the whole answer, that start included, and its "tokens"
+                            the ones written after it ("invalid_request" when the last message is not the
+                            assistant's)
      "background"           true: the request may take only a free slot or one that background requests
                             used last, never evict a conversation's ("no_slot" error otherwise)
      "speculative"          true or false: draft or not (default: the engine's "speculative"); never for
