@@ -173,8 +173,8 @@ class BlockTurn:
         log.info("block refused: %s", problem[:300])
         self.refused.setdefault(code or "", problem)
         if failed_check and self.request.reads_failed_checks:
+            # Sampled, as after any feedback: read greedily, the 1.5B wrote the same test file again.
             self._feedback(reply, problem)
-            self.greedy = True  # a new prompt: its first answer is greedy, as every prompt's
         elif failed_check and self.first_failed is None:
             self._start_candidates(reply)
         elif self.first_failed is None:
