@@ -7,10 +7,10 @@ the turn goes through two phases:
 - feedback: a block that cannot be the edit (does not apply or parse) goes back to the model with why,
   and the model writes it again after reading that, in the same exchange;
 - candidates: once a check failed, every later answer is a fresh candidate for the request's prompt
-  (with its second look, where it has one), not a reply to the failure. On the eval's Fix tasks,
-  retries that read the failed test's output fixed none with the 1.5B model, while fresh candidates
-  passed on some; and the prompt's start stays the cached one, so a candidate decodes little more than
-  its answer. Write tests is the exception (`reads_failed_checks`): its failures show the results the
+  (with its second look, where it has one), not a reply to the failure. On the eval's 30 Fix tasks
+  with the 1.5B model, a retry that reads the failed test's output (then the second look) passed 9,
+  fresh candidates 10 (2026-12-04); and the prompt's start stays the cached one, so a candidate decodes
+  little more than its answer. Write tests is the exception (`reads_failed_checks`): its failures show the results the
   code really gives, which is what its next answer needs.
 
 The exchange (the request and what followed it) is kept apart from the conversation while the turn
