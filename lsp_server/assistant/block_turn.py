@@ -10,8 +10,8 @@ the turn goes through two phases:
   (with its second look, where it has one), not a reply to the failure. On the eval's 30 Fix tasks
   with the 1.5B model, a retry that reads the failed test's output (then the second look) passed 9,
   fresh candidates 10 (2026-12-04); and the prompt's start stays the cached one, so a candidate decodes
-  little more than its answer. Write tests is the exception (`reads_failed_checks`): its failures show the results the
-  code really gives, which is what its next answer needs.
+  little more than its answer. Write tests is the exception (`reads_failed_checks`): its failures show
+  the results the code really gives, which is what its next answer needs.
 
 The exchange (the request and what followed it) is kept apart from the conversation while the turn
 runs, and joins it when the turn ends: the accepted answer's exchange, or when no candidate passed, the
