@@ -198,14 +198,13 @@ def check_tests(task: Task, workdir: Path, after: dict[str, str], outcome: Outco
         return
     module = workdir / task.file
     original = module.read_text(encoding="utf-8")
+    mutants = task.mutated(original)
     caught = 0
-    for mutant in task.mutants:
-        lines = original.splitlines(keepends=True)
-        lines[mutant["line"] - 1] = lines[mutant["line"] - 1].replace(mutant["old"], mutant["new"], 1)
-        module.write_text("".join(lines), encoding="utf-8")
+    for mutated in mutants:
+        module.write_text(mutated, encoding="utf-8")
         caught += pytest(workdir, *names).returncode != 0
     module.write_text(original, encoding="utf-8")
-    outcome.detail = f"{last_line(result)}; caught {caught} of {len(task.mutants)} mutants"
+    outcome.detail = f"{last_line(result)}; caught {caught} of {len(mutants)} mutants"
 
 
 def run_task(task: Task, model: str, threads: int, verify: str | None, server_log: bool = False) -> Outcome:
@@ -298,10 +297,18 @@ def main() -> int:
         help="show each server's log on stderr (why each block was refused, each check)",
     )
     parser.add_argument(
+        "--write-tests-from-fixes",
+        action="store_true",
+        help="run Write tests on the chosen fix tasks instead: on the fixed module, for the function that "
+        "held the bug, which is the mutant its tests should catch",
+    )
+    parser.add_argument(
         "--jobs", type=int, default=1, help="tasks run at once, each with its own server (mind --threads)"
     )
     args = parser.parse_args()
     tasks = [Task.load(d) for d in sorted(TASKS.glob(args.tasks)) if (d / "task.json").is_file()]
+    if args.write_tests_from_fixes:
+        tasks = [task.as_write_tests() for task in tasks if task.kind == "fix"]
     if not tasks:
         print(f"no tasks match {args.tasks!r} in {TASKS}", file=sys.stderr)
         return 2

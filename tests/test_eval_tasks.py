@@ -110,3 +110,26 @@ def test_a_tests_task_has_mutants_that_change_its_module(directory: Path, tmp_pa
         lines[mutant["line"] - 1] = line.replace(mutant["old"], mutant["new"])
         mutated = "".join(lines)
         assert python_code_changed(original, mutated)  # parses, and differs
+
+
+@pytest.mark.parametrize("directory", by_kind("fix"), ids=lambda d: d.name)
+def test_a_fix_task_as_write_tests_asks_for_tests_of_the_fixed_function_that_its_bug_fails(
+    directory: Path, tmp_path: Path
+):
+    """`make eval EVAL_ARGS=--write-tests-from-fixes`: the fixed module alone, the function that held
+    the bug, and the bug as a mutant that tests of that function can catch (the fix task's own do)."""
+    task = Task.load(directory).as_write_tests()
+    assert task.kind == "tests" and task.name == f"{directory.name}+tests"
+    copy(task, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [task.file]
+    fixed = (tmp_path / task.file).read_text()
+    assert fixed == (directory / "reference.py").read_text()
+    target = find_symbol(ast.parse(fixed), task.symbol)
+    assert target is not None and task.first_line <= target.lineno  # type: ignore[attr-defined]
+    assert target.end_lineno == task.last_line  # type: ignore[attr-defined]
+    (mutated,) = task.mutated(fixed)
+    assert mutated == (directory / task.file).read_text()
+    shutil.copy(directory / f"test_{Path(task.file).stem}.py", tmp_path)
+    assert run_pytest(tmp_path).returncode == 0
+    (tmp_path / task.file).write_text(mutated)
+    assert run_pytest(tmp_path).returncode == 1

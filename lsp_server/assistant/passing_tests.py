@@ -2,13 +2,21 @@
 test (or a bug the user did not ask about), and tests that fail on correct code are worse than none.
 
 Reads pytest's report of a check (its "short test summary info" lines, which pytest prints by default)
-and removes the failing test functions from the new file. Pure text: the check runs in verify.py.
+and removes the failing test functions from the new file. Before that, an equality the model expected
+wrongly (`assert f(2) == 5` where f(2) is 4) takes the value the code gives, as pytest printed it
+(`settle_expected_values`): a small model picks good inputs, but often cannot work out what the code
+returns for them, and a test that pins what the code does today still catches what changes it later.
+The summary names every value so taken, since it may also be a bug the user wants to know about.
+Pure text: the check runs in verify.py.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
+
+from .test_failures import parse_failures
 
 # `FAILED test_x.py::test_name - message`, `ERROR test_x.py::Class::test_name`, `... ::test_p[1-2]`
 _OUTCOME = re.compile(r"^(FAILED|ERROR) (?P<file>[^\s:]+)::(?P<test>\S+?)(?:\[\S*\])?(?: - .*)?$", re.M)
@@ -58,6 +66,141 @@ def without_tests(source: str, failed: set[tuple[str, ...]]) -> str | None:
     dropped = {index for start, end in removed for index in range(start, end)}
     lines = source.splitlines(keepends=True)
     return "".join(line for index, line in enumerate(lines) if index not in dropped)
+
+
+@dataclass(frozen=True)
+class SettledValue:
+    """An expected value of a new test that the code did not give, replaced by the one it gave."""
+
+    test: str  # pytest's id: test_x.py::test_total
+    line: int  # 1-based, in the test file
+    expected: str  # as the model wrote it
+    given: str  # the code's result, as written into the test now
+
+    def __str__(self) -> str:
+        return f"{self.test} (line {self.line}): expected {self.expected}, the code gives {self.given}"
+
+
+# pytest prints `assert <left> == <right>` for a failed `assert a == b`, and unittest's assertEqual
+# `AssertionError: <first> != <second>`; both with the values' reprs.
+_ASSERT_EQUAL_METHODS = ("assertEqual", "assertEquals")
+# pytest shortens a long repr in the middle with "...": such a string is not the value.
+_SHORTENED = "..."
+
+
+def settle_expected_values(source: str, output: str, file_name: str) -> tuple[str, list[SettledValue]]:
+    """`source` with each failing equality of the new test file `file_name` whose expected side is a
+    literal (`assert f(2) == 5`, `self.assertEqual(f(2), 5)`) set to the value the other side had, as
+    pytest's short traceback (`--tb=short`) in `output` shows it; and those values. Only the failing
+    assertion of each test shows, so a test with more than one wrong runs again (verify.py)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return source, []
+    lines = source.splitlines(keepends=True)
+    settled: list[SettledValue] = []
+    replacements: list[tuple[ast.expr, str]] = []
+    for failure in parse_failures(output, ""):
+        site = failure.frames[-1] if failure.frames else None  # where it failed: in the test itself
+        if site is None or site.path.rsplit("/", 1)[-1] != file_name or "[" in failure.test:
+            continue  # not in the test itself; or parametrized, where the values differ by parameter
+        shown = _shown_equality(failure.message)
+        found = _expected_literal(tree, site.line)
+        if shown is None or found is None:
+            continue
+        literal, expected_is_left = found
+        given, expected = shown if not expected_is_left else shown[::-1]
+        try:
+            if ast.literal_eval(literal) != ast.literal_eval(expected) or not _exact(given):
+                continue  # not the assertion the report shows, or a value pytest shortened
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        text = ast.get_source_segment(source, literal) or ""
+        given = _in_quotes_of(text, given)
+        replacements.append((literal, given))
+        settled.append(SettledValue(failure.test, site.line, text, given))
+    for literal, given in sorted(replacements, key=lambda r: (r[0].lineno, r[0].col_offset), reverse=True):
+        lines = _replaced(lines, literal, given)
+    return "".join(lines), settled
+
+
+def _shown_equality(message: str) -> tuple[str, str] | None:
+    """The two values a failed equality shows, (first, second) as written in the assertion; None when
+    the message is not one."""
+    for line in message.splitlines():
+        line = line.strip().removeprefix("AssertionError: ")
+        pytest_style = line.startswith("assert ")
+        try:
+            compare = ast.parse(line.removeprefix("assert "), mode="eval").body
+        except (SyntaxError, ValueError):
+            continue
+        if (
+            isinstance(compare, ast.Compare)
+            and len(compare.ops) == 1
+            and isinstance(compare.ops[0], ast.Eq if pytest_style else ast.NotEq)
+        ):
+            return ast.unparse(compare.left), ast.unparse(compare.comparators[0])
+    return None
+
+
+def _expected_literal(tree: ast.Module, line: int) -> tuple[ast.expr, bool] | None:
+    """The literal side of the equality asserted at `line` (where its statement starts) and whether it is
+    the first of the two; None when the statement there is no such equality, or both sides are literals."""
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Assert, ast.Expr)) or node.lineno != line:
+            continue
+        value = node.test if isinstance(node, ast.Assert) else node.value
+        if isinstance(value, ast.Compare) and len(value.ops) == 1 and isinstance(value.ops[0], ast.Eq):
+            sides = (value.left, value.comparators[0])
+        elif (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in _ASSERT_EQUAL_METHODS
+            and len(value.args) == 2
+        ):
+            sides = (value.args[0], value.args[1])
+        else:
+            return None
+        literal = [_is_literal(side) for side in sides]
+        if literal == [False, True]:
+            return sides[1], False
+        if literal == [True, False]:
+            return sides[0], True
+        return None
+    return None
+
+
+def _is_literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _exact(shown: str) -> bool:
+    """Whether a value's repr as shown is the whole value: a literal, and no string shortened."""
+    value = ast.literal_eval(shown)
+    return (
+        not (isinstance(value, str | bytes) and _SHORTENED in shown)
+        and ast.literal_eval(repr(value)) == value
+    )
+
+
+def _in_quotes_of(written: str, given: str) -> str:
+    """A string `given` in double quotes where the model wrote its string so (repr uses single ones)."""
+    value = ast.literal_eval(given)
+    if isinstance(value, str) and written.startswith('"') and given.startswith("'") and '"' not in value:
+        return '"' + given[1:-1] + '"'  # its escapes serve in either quotes
+    return given
+
+
+def _replaced(lines: list[str], node: ast.expr, text: str) -> list[str]:
+    """`lines` with the source of `node` replaced by `text` (positions from ast: UTF-8 byte offsets)."""
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    head = lines[first].encode()[: node.col_offset].decode()
+    tail = lines[last].encode()[node.end_col_offset :].decode()
+    return [*lines[:first], head + text + tail, *lines[last + 1 :]]
 
 
 # Where a definition starts, at the top or in a class: where an answer cut short can be cut back to.

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .check_sandbox import NOT_COPIED, VENV_NAMES
 from .sandbox import Sandbox
+from .tools import counted
 
 MAX_TEST_BYTES = 512 * 1024  # larger test files are run but not read for imports
 
@@ -92,9 +93,9 @@ def find_tests(folder: Path, edited: Path) -> TestPlan:
         which = f"{edited.name} itself"
     elif related:
         verb = "imports" if len(related) == 1 else "import"
-        which = f"{_count(len(related), 'test file')} that {verb} {edited.stem}"
+        which = f"{counted(len(related), 'test file')} that {verb} {edited.stem}"
     else:
-        which = f"all {_count(len(tests), 'test file')} (none imports {edited.stem})"
+        which = f"all {counted(len(tests), 'test file')} (none imports {edited.stem})"
     return TestPlan(
         command_for(chosen),
         f"{runner} with {where}, on {which}",
@@ -102,10 +103,6 @@ def find_tests(folder: Path, edited: Path) -> TestPlan:
         command_for(others) if others else None,
         others,
     )
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _test_files(folder: Path) -> list[Path]:

@@ -61,7 +61,7 @@ class ToolOutcome:
         return self.text.removeprefix("Error: ")
 
 
-def _count(n: int, noun: str) -> str:
+def counted(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
@@ -125,7 +125,9 @@ class ToolRunner:
         if start < 1 or end < 1:
             raise ToolError("line numbers start at 1")
         if start > total:
-            raise ToolError(f"startLine {start} is past the end of {name}, which has {_count(total, 'line')}")
+            raise ToolError(
+                f"startLine {start} is past the end of {name}, which has {counted(total, 'line')}"
+            )
         if end < start:
             raise ToolError(f"endLine {end} is before startLine {start}")
         end = min(end, total)
@@ -268,7 +270,7 @@ class ToolRunner:
         check_syntax(path, None, content, f"write the content again. {name} was not created")
         self.proposals.record(ProposedEdit(path, None, content), None, content)
         return (
-            f"Proposed creating {name} ({_count(len(content.splitlines()), 'line')}). "
+            f"Proposed creating {name} ({counted(len(content.splitlines()), 'line')}). "
             "The user will review it before it is created."
         )
 

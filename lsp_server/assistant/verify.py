@@ -24,7 +24,7 @@ from .check_sandbox import CheckSandbox, CopyRefused, SandboxUnavailable, copy_f
 from .proposals import Checkpoint, ProposedEdit
 from .sandbox import Sandbox
 from .test_discovery import TestPlan, find_tests
-from .tools import ToolRunner
+from .tools import ToolRunner, counted
 
 log = logging.getLogger("llama_lsp.verify")
 
@@ -58,6 +58,8 @@ class Verification:
     # many it had.
     dropped_tests: list[str] = field(default_factory=list)
     written_tests: int = 0
+    # Write tests: the expected values of the new file that the code did not give, set to what it gives.
+    settled_values: list[passing_tests.SettledValue] = field(default_factory=list)
     refused: str | None = None  # why the command could not run at all (no sandbox); None: it could
     rest: str | None = None  # with "auto": how the project's other test files went, for the edit returned
     broke_rest: bool = False  # with "auto": the edit returned passed its related tests, and broke the others
@@ -71,6 +73,7 @@ class Verification:
             "attempts": self.attempts,
             "sandbox": self.sandbox,
             "droppedTests": self.dropped_tests,
+            "settledValues": [str(value) for value in self.settled_values],
             "rest": self.rest,
             "output": self.output,
             "summary": self.summary(),
@@ -92,6 +95,12 @@ class Verification:
                 said += "; it failed before the edit"
             elif self.passed_before:  # then it may not exercise what a fix changes
                 said += "; it passed before the edit too"
+            if self.settled_values:
+                said += (
+                    f"; {counted(len(self.settled_values), 'expected value')} written did not match the code "
+                    f"and now say what it gives (check that it is right): "
+                    + "; ".join(map(str, self.settled_values))
+                )
             if self.dropped_tests:
                 said += (
                     f"; {len(self.dropped_tests)} of {self.written_tests} tests written failed on the code "
@@ -112,6 +121,8 @@ class Verification:
 AUTO = "auto"
 # The other test files run only with at least this much of verifyTimeout left after the related ones.
 REST_MIN_S = 2.0
+# Write tests: runs that set wrong expected values to the code's results, before the failing tests go.
+SETTLE_ROUNDS = 3
 
 
 class Verifier:
@@ -245,24 +256,51 @@ class Verifier:
         return replace(after, rest=f"{others} passed without the edit and failed with it", broke_rest=True)
 
     async def _without_failing_tests(self, runner: ToolRunner, result: CheckResult) -> CheckResult:
-        """The latest edit, a new test file whose check failed, recorded again without the tests that
-        failed and checked again; `result` as it was when that cannot be done."""
+        """The latest edit, a new test file whose check failed, recorded again with the expected values
+        the code does not give set to what it gives, then without the tests that still fail, and checked
+        again after each; `result` as it was when that cannot be done."""
         edit = runner.proposals.edits[-1]
-        text = runner.proposals.changed_texts()[edit.path]
-        failed = passing_tests.failed_tests(result.output, edit.path.name)
-        kept = passing_tests.without_tests(text, failed) if edit.kind == "create" and failed else None
-        if kept is None or failed is None:
+        if edit.kind != "create":
             return result
+        written = text = runner.proposals.changed_texts()[edit.path]
+        settled: list[passing_tests.SettledValue] = []
+        # Each run shows one failing assertion per test: a test with two wrong values needs two.
+        for _ in range(SETTLE_ROUNDS):
+            settled_text, more = passing_tests.settle_expected_values(text, result.output, edit.path.name)
+            # A value set before fails again: it differs from run to run (a loop, a clock), so the test goes.
+            if not more or {(v.test, v.line) for v in more} & {(v.test, v.line) for v in settled}:
+                break
+            again = await self._recheck(runner, settled_text)
+            if again is None:
+                return result
+            text, result = settled_text, again
+            settled += more
+            if result.passed:
+                break
+        if not result.passed:
+            failed = passing_tests.failed_tests(result.output, edit.path.name)
+            kept = passing_tests.without_tests(text, failed) if failed else None
+            again = await self._recheck(runner, kept) if kept is not None and failed is not None else None
+            if again is None or not again.passed:
+                return result  # check_latest withdraws the file, as it would the whole one
+            log.info("dropped %d failing tests of %s", len(failed or ()), edit.path.name)
+            self.verification.dropped_tests = sorted("::".join(test) for test in failed or ())
+            result = again
+        self.verification.output = result.output
+        # The values kept: those of a test dropped after all are not in the file.
+        dropped = set(self.verification.dropped_tests)
+        self.verification.settled_values = [
+            value for value in settled if value.test.split("::", 1)[-1] not in dropped
+        ]
+        self.verification.written_tests = passing_tests.count_tests(written)
+        return result
+
+    async def _recheck(self, runner: ToolRunner, text: str) -> CheckResult | None:
+        """The latest edit, a new file, recorded again as `text` and checked; None when it cannot run."""
+        edit = runner.proposals.edits[-1]
         runner.proposals.withdraw_latest()
-        runner.proposals.record(ProposedEdit(edit.path, None, kept), None, kept)
-        again = await self._run(runner.proposals.changed_texts(), edit.path)
-        if again is None or not again.passed:
-            return result  # check_latest withdraws the pruned file, as it would the whole one
-        log.info("dropped %d failing tests of %s", len(failed), edit.path.name)
-        self.verification.output = again.output
-        self.verification.dropped_tests = sorted("::".join(test) for test in failed)
-        self.verification.written_tests = passing_tests.count_tests(text)
-        return again
+        runner.proposals.record(ProposedEdit(edit.path, None, text), None, text)
+        return await self._run(runner.proposals.changed_texts(), edit.path)
 
     def settle(self, runner: ToolRunner) -> None:
         """When no edit passed: bring back the first failed candidate (greedy, so the likeliest), marked

@@ -104,6 +104,8 @@ export interface Verification {
   reason?: string | null;
   /** Write tests: the tests that failed on the code as it is, dropped from the file. Absent from older servers. */
   droppedTests?: string[];
+  /** Write tests: the expected values the code did not give, now what it gives ("test (line N): expected X, the code gives Y"). Absent from older servers. */
+  settledValues?: string[];
   /** With "auto": how the project's other test files went once the related ones passed. Absent from older servers. */
   rest?: string | null;
   /** null: not checked (no command set, or no edit to check). */
