@@ -4,6 +4,9 @@ verify.py that drops the rest), with real pytest runs in the check's sandbox; no
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from lsp_server.assistant.passing_tests import (
@@ -11,6 +14,7 @@ from lsp_server.assistant.passing_tests import (
     count_tests,
     failed_tests,
     settle_expected_values,
+    without_redefined_tests,
     without_tests,
 )
 from lsp_server.assistant.sandbox import Sandbox
@@ -155,8 +159,9 @@ def test_a_test_file_cut_off_mid_test_keeps_the_tests_it_finished():
     assert complete_tests("def test_one(:\n") == "def test_one(:\n"  # nothing finished: as it is, refused
 
 
-# Expected values the model got wrong (pytest's `--tb=short` report of a real run of SETTLED on CALC).
+# Expected values the model got wrong, for CALC.
 SETTLED = """import unittest
+from decimal import Decimal
 
 from calc import add
 
@@ -174,56 +179,71 @@ def test_raises():
     assert add(None, 1) == 1
 
 
+def test_decimal():
+    assert add(Decimal("1.5"), 1) == Decimal("2")
+
+
+def test_long():
+    assert add("x" * 80, "y") == "xy"
+
+
 class TestCase(unittest.TestCase):
     def test_equal(self):
         self.assertEqual(add("a", "b"), "a b")
 """
 
 
-def test_a_wrong_expected_value_takes_what_the_code_gives_and_only_that():
-    report = """___ test_add ___
-test_calc.py:7: in test_add
-    assert add(2, 3) == 6
-E   assert 5 == 6
-E    +  where 5 = add(2, 3)
-___ test_twice ___
-test_calc.py:11: in test_twice
-    assert 4 == add(2, 1)
-E   assert 4 == 3
-___ test_raises ___
-test_calc.py:16: in test_raises
-    assert add(None, 1) == 1
-calc.py:2: in add
-    return a + b
-E   TypeError: unsupported operand type(s) for +: 'NoneType' and 'int'
-___ TestCase.test_equal ___
-test_calc.py:21: in test_equal
-    self.assertEqual(add("a", "b"), "a b")
-E   AssertionError: 'ab' != 'a b'
-=== short test summary info ===
-"""
+def line_of(text: str, source: str = SETTLED) -> int:
+    (number,) = [n for n, line in enumerate(source.splitlines(), 1) if text in line]
+    return number
+
+
+def pytest_report(folder: Path) -> str:
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=short", "test_calc.py"]
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=60).stdout
+
+
+def test_a_wrong_expected_value_takes_what_the_code_gives_and_only_that(tmp_path: Path):
+    (tmp_path / "calc.py").write_text(CALC)
+    (tmp_path / "test_calc.py").write_text(SETTLED)
+    report = pytest_report(tmp_path)
     settled, values = settle_expected_values(SETTLED, report, "test_calc.py")
     assert [str(v) for v in values] == [
-        "test_calc.py::test_add (line 7): expected 6, the code gives 5",
-        "test_calc.py::test_twice (line 11): expected 4, the code gives 3",
-        'test_calc.py::TestCase::test_equal (line 21): expected "a b", the code gives "ab"',
+        f"test_calc.py::test_add (line {line_of('== 6')}): expected 6, the code gives 5",
+        f"test_calc.py::test_twice (line {line_of('4 ==')}): expected 4, the code gives 3",
+        f"test_calc.py::test_decimal (line {line_of('add(Decimal')}): "
+        "expected Decimal(\"2\"), the code gives Decimal('2.5')",
+        f'test_calc.py::TestCase::test_equal (line {line_of("a b")}): expected "a b", the code gives "ab"',
     ]
     changed = [(a, b) for a, b in zip(SETTLED.splitlines(), settled.splitlines(), strict=True) if a != b]
     assert changed == [
         ("    assert add(2, 3) == 6", "    assert add(2, 3) == 5"),
         ("    assert 4 == add(2, 1)", "    assert 3 == add(2, 1)"),
+        (
+            '    assert add(Decimal("1.5"), 1) == Decimal("2")',
+            "    assert add(Decimal(\"1.5\"), 1) == Decimal('2.5')",
+        ),
         ('        self.assertEqual(add("a", "b"), "a b")', '        self.assertEqual(add("a", "b"), "ab")'),
     ]
-    # A report that is not of this file, a value pytest shortened, an assertion that is not the one at
-    # that line: nothing changes.
+    # Not settled: test_raises (no equality failed), test_long (pytest shortened the value it shows).
+    assert "test_long" in report and "..." in report
+    # A report of another file, or one whose expected value is not the one written at that line (an
+    # older file): nothing changes.
     assert (
         settle_expected_values(SETTLED, report.replace("test_calc.py:", "test_other.py:"), "test_calc.py")[1]
         == []
     )
-    shortened = report.replace("assert 5 == 6", "assert 'abcdefghij...qrstuvwxyz' == 6")
-    assert [v.line for v in settle_expected_values(SETTLED, shortened, "test_calc.py")[1]] == [11, 21]
-    other = report.replace("assert 5 == 6", "assert 5 == 7")
-    assert [v.line for v in settle_expected_values(SETTLED, other, "test_calc.py")[1]] == [11, 21]
+    older = SETTLED.replace("== 6", "== 7").replace("4 ==", "9 ==")
+    assert [v.test for v in settle_expected_values(older, report, "test_calc.py")[1]] == [
+        "test_calc.py::test_decimal",
+        "test_calc.py::TestCase::test_equal",
+    ]
+    # unittest shortens long values as "[N chars]": not a value to write.
+    unittest_short = (
+        "___ T.test_x ___\ntest_calc.py:7: in test_x\n    x\nE   AssertionError: 'ab[90 chars]cd' != 'a'\n"
+    )
+    assert settle_expected_values(SETTLED, unittest_short, "test_calc.py")[1] == []
 
 
 async def test_a_new_test_file_keeps_its_tests_with_the_values_the_code_gives_and_says_which(tmp_path: Path):
@@ -235,17 +255,30 @@ async def test_a_new_test_file_keeps_its_tests_with_the_values_the_code_gives_an
     (kept,) = runner.proposals.changed_texts().values()
     # test_twice's second value shows only once its first passes: a second run settles it.
     assert "assert 3 == add(2, 1)\n    assert add(1, 1) == 2\n" in kept and "== 5\n" in kept
-    assert "test_raises" not in kept and 'self.assertEqual(add("a", "b"), "ab")' in kept
+    assert "test_raises" not in kept and "test_long" not in kept
+    assert 'self.assertEqual(add("a", "b"), "ab")' in kept and "== Decimal('2.5')" in kept
     result = check.verification.to_json()
-    assert result["passed"] is True and result["attempts"] == 1 and "3 passed" in result["output"]
-    assert result["droppedTests"] == ["test_raises"]
-    assert result["settledValues"] == [
-        "test_calc.py::test_add (line 7): expected 6, the code gives 5",
-        "test_calc.py::test_twice (line 11): expected 4, the code gives 3",
-        'test_calc.py::TestCase::test_equal (line 21): expected "a b", the code gives "ab"',
-        'test_calc.py::test_twice (line 12): expected "2", the code gives 2',
-    ]
-    assert "; 4 expected values written did not match the code and now say what it gives" in result["summary"]
-    assert result["summary"].endswith(
-        "; 1 of 4 tests written failed on the code as it is and were dropped: test_raises"
+    assert result["passed"] is True and result["attempts"] == 1 and "4 passed" in result["output"]
+    assert result["droppedTests"] == ["test_long", "test_raises"]
+    assert len(result["settledValues"]) == 5
+    assert result["settledValues"][-1] == (
+        f'test_calc.py::test_twice (line {line_of("add(1, 1)")}): expected "2", the code gives 2'
     )
+    assert "; 5 expected values written did not match the code and now say what it gives" in result["summary"]
+    assert result["summary"].endswith(
+        "; 2 of 6 tests written failed on the code as it is and were dropped: test_long, test_raises"
+    )
+
+
+def test_a_test_written_again_under_the_same_name_keeps_only_the_one_that_runs():
+    repeated = (
+        "import unittest\n\nfrom calc import add\n\n\ndef test_a():\n    assert add(1, 1) == 2\n\n\n"
+        "class TestAdd(unittest.TestCase):\n    def test_b(self):\n        self.assertEqual(add(1, 2), 3)\n\n"
+        "    def test_b(self):\n        self.assertEqual(add(2, 2), 4)\n\n"
+        "    def test_c(self):\n        pass\n\n\n"
+        "def test_a():\n    assert add(0, 0) == 0\n"
+    )
+    kept = without_redefined_tests(repeated)
+    assert names(kept) == ["TestAdd::test_b", "TestAdd::test_c", "test_a"]
+    assert "add(1, 1)" not in kept and "add(1, 2)" not in kept and "add(2, 2)" in kept and "add(0, 0)" in kept
+    assert without_redefined_tests(WRITTEN) == WRITTEN

@@ -214,8 +214,9 @@ def block_proposer(
 
     def propose(block_code: str) -> str | None:
         if action.output is Output.TEST_FILE:
-            cut_back = passing_tests.complete_tests(block_code) if test_file.endswith(".py") else block_code
-            return runner.propose_file(test_file, cut_back)
+            if test_file.endswith(".py"):
+                block_code = passing_tests.without_redefined_tests(passing_tests.complete_tests(block_code))
+            return runner.propose_file(test_file, block_code)
         if path.suffix == ".py":
             block_code, wrong = rewrite.the_unit_written(source, first, last, block_code)
             # A documentation-only action keeps what the block documents, renamed or not (below).

@@ -13,6 +13,7 @@ Pure text: the check runs in verify.py.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from dataclasses import dataclass
 
@@ -61,8 +62,30 @@ def without_tests(source: str, failed: set[tuple[str, ...]]) -> str | None:
         else:
             removed.extend(_span(m) for m in failing)
             kept_tests += len(methods) - len(failing)
-    if kept_tests == 0:
-        return None
+    return _without_lines(source, removed) if kept_tests else None
+
+
+def without_redefined_tests(source: str) -> str:
+    """`source` without the tests defined again further down under the same name (in the same module or
+    class): only the last runs, and the others are dead code that reads as tests. Models repeat a test
+    whole when they lose track of the file."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return source
+    removed: list[tuple[int, int]] = []
+    for body in [
+        tree.body,
+        *(node.body for node, _methods in _tests(tree) if isinstance(node, ast.ClassDef)),
+    ]:
+        tests = [node for node in body if isinstance(node, _Function) and node.name.startswith("test")]
+        last = {node.name: node for node in tests}
+        removed.extend(_span(node) for node in tests if last[node.name] is not node)
+    return _without_lines(source, removed)
+
+
+def _without_lines(source: str, removed: list[tuple[int, int]]) -> str:
+    """`source` without the 0-based line ranges [start, end) in `removed`."""
     dropped = {index for start, end in removed for index in range(start, end)}
     lines = source.splitlines(keepends=True)
     return "".join(line for index, line in enumerate(lines) if index not in dropped)
@@ -84,19 +107,21 @@ class SettledValue:
 # pytest prints `assert <left> == <right>` for a failed `assert a == b`, and unittest's assertEqual
 # `AssertionError: <first> != <second>`; both with the values' reprs.
 _ASSERT_EQUAL_METHODS = ("assertEqual", "assertEquals")
-# pytest shortens a long repr in the middle with "...": such a string is not the value.
+# pytest shortens a long repr in the middle with "...", unittest with "[42 chars]": not the value.
 _SHORTENED = "..."
+_UNITTEST_SHORTENED = re.compile(r"\[\d+ chars\]")
 
 
 def settle_expected_values(source: str, output: str, file_name: str) -> tuple[str, list[SettledValue]]:
-    """`source` with each failing equality of the new test file `file_name` whose expected side is a
-    literal (`assert f(2) == 5`, `self.assertEqual(f(2), 5)`) set to the value the other side had, as
-    pytest's short traceback (`--tb=short`) in `output` shows it; and those values. Only the failing
-    assertion of each test shows, so a test with more than one wrong runs again (verify.py)."""
+    """`source` with each failing equality of the new test file `file_name` whose expected side is a value
+    written out (`assert f(2) == 5`, `self.assertEqual(f(2), Decimal("2.10"))`) set to the value the other
+    side had, as the short traceback (pytest's `--tb=short`) in `output` shows it; and those values. Only
+    the failing assertion of each test shows, so a test with more than one wrong runs again (verify.py)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return source, []
+    bound = _names_bound(tree)
     lines = source.splitlines(keepends=True)
     settled: list[SettledValue] = []
     replacements: list[tuple[ast.expr, str]] = []
@@ -104,27 +129,31 @@ def settle_expected_values(source: str, output: str, file_name: str) -> tuple[st
         site = failure.frames[-1] if failure.frames else None  # where it failed: in the test itself
         if site is None or site.path.rsplit("/", 1)[-1] != file_name or "[" in failure.test:
             continue  # not in the test itself; or parametrized, where the values differ by parameter
-        shown = _shown_equality(failure.message)
-        found = _expected_literal(tree, site.line)
-        if shown is None or found is None:
+        shown, sides = _shown_equality(failure.message), _asserted_sides(tree, site.line)
+        if shown is None or sides is None:
             continue
-        literal, expected_is_left = found
-        given, expected = shown if not expected_is_left else shown[::-1]
-        try:
-            if ast.literal_eval(literal) != ast.literal_eval(expected) or not _exact(given):
-                continue  # not the assertion the report shows, or a value pytest shortened
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        # The expected side is the one written as it shows; the other is computed.
+        written_as_shown = [
+            ast.dump(side) == ast.dump(value) for side, value in zip(sides, shown, strict=True)
+        ]
+        if written_as_shown == [False, True]:
+            expected, given = sides[1], shown[0]
+        elif written_as_shown == [True, False]:
+            expected, given = sides[0], shown[1]
+        else:
+            continue  # not the assertion the report shows, or both sides (or neither) written out
+        text = ast.get_source_segment(source, expected) or ""
+        given_text = _written_out(given, bound, text)
+        if given_text is None:
             continue
-        text = ast.get_source_segment(source, literal) or ""
-        given = _in_quotes_of(text, given)
-        replacements.append((literal, given))
-        settled.append(SettledValue(failure.test, site.line, text, given))
-    for literal, given in sorted(replacements, key=lambda r: (r[0].lineno, r[0].col_offset), reverse=True):
-        lines = _replaced(lines, literal, given)
+        replacements.append((expected, given_text))
+        settled.append(SettledValue(failure.test, site.line, text, given_text))
+    for node, text in sorted(replacements, key=lambda r: (r[0].lineno, r[0].col_offset), reverse=True):
+        lines = _replaced(lines, node, text)
     return "".join(lines), settled
 
 
-def _shown_equality(message: str) -> tuple[str, str] | None:
+def _shown_equality(message: str) -> tuple[ast.expr, ast.expr] | None:
     """The two values a failed equality shows, (first, second) as written in the assertion; None when
     the message is not one."""
     for line in message.splitlines():
@@ -132,67 +161,99 @@ def _shown_equality(message: str) -> tuple[str, str] | None:
         pytest_style = line.startswith("assert ")
         try:
             compare = ast.parse(line.removeprefix("assert "), mode="eval").body
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
             continue
         if (
             isinstance(compare, ast.Compare)
             and len(compare.ops) == 1
             and isinstance(compare.ops[0], ast.Eq if pytest_style else ast.NotEq)
+            and not _shortened(line)
         ):
-            return ast.unparse(compare.left), ast.unparse(compare.comparators[0])
+            return compare.left, compare.comparators[0]
     return None
 
 
-def _expected_literal(tree: ast.Module, line: int) -> tuple[ast.expr, bool] | None:
-    """The literal side of the equality asserted at `line` (where its statement starts) and whether it is
-    the first of the two; None when the statement there is no such equality, or both sides are literals."""
+def _asserted_sides(tree: ast.Module, line: int) -> tuple[ast.expr, ast.expr] | None:
+    """The two sides of the equality asserted by the statement that starts at `line`; None when there
+    is none there."""
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Assert, ast.Expr)) or node.lineno != line:
             continue
         value = node.test if isinstance(node, ast.Assert) else node.value
         if isinstance(value, ast.Compare) and len(value.ops) == 1 and isinstance(value.ops[0], ast.Eq):
-            sides = (value.left, value.comparators[0])
-        elif (
+            return value.left, value.comparators[0]
+        if (
             isinstance(value, ast.Call)
             and isinstance(value.func, ast.Attribute)
             and value.func.attr in _ASSERT_EQUAL_METHODS
             and len(value.args) == 2
         ):
-            sides = (value.args[0], value.args[1])
-        else:
-            return None
-        literal = [_is_literal(side) for side in sides]
-        if literal == [False, True]:
-            return sides[1], False
-        if literal == [True, False]:
-            return sides[0], True
+            return value.args[0], value.args[1]
         return None
     return None
 
 
-def _is_literal(node: ast.expr) -> bool:
+def _shortened(shown: str) -> bool:
+    """Whether a report shortened a value: pytest's "..." in the middle of a repr, unittest's "[42 chars]"."""
+    return _SHORTENED in shown or _UNITTEST_SHORTENED.search(shown) is not None
+
+
+def _written_out(given: ast.expr, bound: set[str], expected_text: str) -> str | None:
+    """The source of the value `given` as the test can write it: a literal, or a call of a constructor
+    the test module knows with such values (`Decimal('1.89')`); None when it is neither."""
+    if not _is_value(given, bound):
+        return None
+    text = ast.unparse(given)
+    if isinstance(given, ast.Constant) and isinstance(given.value, str) and expected_text.startswith('"'):
+        return _in_double_quotes(text)
+    return text
+
+
+def _is_value(node: ast.expr, bound: set[str]) -> bool:
+    """Whether `node` writes a value out: literals, containers of values, and calls of a name the module
+    binds (or a builtin) with values (`Decimal('1.89')`, `datetime.date(2024, 1, 2)`)."""
+    if isinstance(node, ast.Call):
+        root = node.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return (
+            isinstance(root, ast.Name)
+            and (root.id in bound or hasattr(builtins, root.id))
+            and all(_is_value(arg, bound) for arg in node.args)
+            and all(_is_value(keyword.value, bound) for keyword in node.keywords)
+        )
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return all(_is_value(element, bound) for element in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(
+            key is not None and _is_value(key, bound) and _is_value(value, bound)
+            for key, value in zip(node.keys, node.values, strict=True)
+        )
     try:
-        ast.literal_eval(node)
+        ast.literal_eval(node)  # a constant, a negative or complex number
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return False
     return True
 
 
-def _exact(shown: str) -> bool:
-    """Whether a value's repr as shown is the whole value: a literal, and no string shortened."""
-    value = ast.literal_eval(shown)
-    return (
-        not (isinstance(value, str | bytes) and _SHORTENED in shown)
-        and ast.literal_eval(repr(value)) == value
-    )
+def _names_bound(tree: ast.Module) -> set[str]:
+    """The names the module binds at its top: imports, definitions, assignments."""
+    bound: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.Assign):
+            bound.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return bound
 
 
-def _in_quotes_of(written: str, given: str) -> str:
-    """A string `given` in double quotes where the model wrote its string so (repr uses single ones)."""
-    value = ast.literal_eval(given)
-    if isinstance(value, str) and written.startswith('"') and given.startswith("'") and '"' not in value:
-        return '"' + given[1:-1] + '"'  # its escapes serve in either quotes
-    return given
+def _in_double_quotes(text: str) -> str:
+    """A string's repr in double quotes, as the model wrote it (repr uses single ones)."""
+    if text.startswith("'") and '"' not in text:
+        return '"' + text[1:-1] + '"'  # its escapes serve in either quotes
+    return text
 
 
 def _replaced(lines: list[str], node: ast.expr, text: str) -> list[str]:

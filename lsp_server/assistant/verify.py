@@ -275,6 +275,7 @@ class Verifier:
                 return result
             text, result = settled_text, again
             settled += more
+            log.info("set %d expected values of %s to the code's results", len(more), edit.path.name)
             if result.passed:
                 break
         if not result.passed:
@@ -283,7 +284,14 @@ class Verifier:
             again = await self._recheck(runner, kept) if kept is not None and failed is not None else None
             if again is None or not again.passed:
                 return result  # check_latest withdraws the file, as it would the whole one
-            log.info("dropped %d failing tests of %s", len(failed or ()), edit.path.name)
+            log.info(
+                "dropped %d failing tests of %s:\n%s",
+                len(failed or ()),
+                edit.path.name,
+                "\n".join(
+                    line for line in result.output.splitlines() if line.startswith(("FAILED ", "ERROR "))
+                ),
+            )
             self.verification.dropped_tests = sorted("::".join(test) for test in failed or ())
             result = again
         self.verification.output = result.output
