@@ -148,8 +148,9 @@ class Settings:
         "**It runs code the model wrote**, and the workspace's own code (its tests, `conftest.py`): the "
         "server applies the proposed edit to a temporary copy of the folder and runs the command there, "
         "in a sandbox (`#verifySandbox#`) with a timeout. Exit status 0 passes; on a failure a code action "
-        "writes a fresh candidate (Write tests reads what failed and writes its tests again), and chat reads "
-        "the output and tries again (`#maxVerifyAttempts#`).",
+        "writes a fresh candidate, and chat reads the output and tries again (`#maxVerifyAttempts#`). "
+        "Write tests sets the expected values its tests got wrong to what the code gives (and lists them), "
+        "keeps the tests that pass, and when none does, reads what failed and writes its tests again.",
         trusted_only=True,
         untrusted="",
     )
