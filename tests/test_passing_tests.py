@@ -14,6 +14,7 @@ from lsp_server.assistant.passing_tests import (
     count_tests,
     failed_tests,
     settle_expected_values,
+    with_missing_imports,
     without_redefined_tests,
     without_tests,
 )
@@ -282,3 +283,53 @@ def test_a_test_written_again_under_the_same_name_keeps_only_the_one_that_runs()
     assert names(kept) == ["TestAdd::test_b", "TestAdd::test_c", "test_a"]
     assert "add(1, 1)" not in kept and "add(1, 2)" not in kept and "add(2, 2)" in kept and "add(0, 0)" in kept
     assert without_redefined_tests(WRITTEN) == WRITTEN
+
+
+BUDGET = """from collections import namedtuple
+from decimal import Decimal
+import datetime as dt
+
+Expense = namedtuple("Expense", "day amount")
+LIMIT = 100
+
+
+def _helper():
+    pass
+
+
+def total(expenses):
+    return sum((e.amount for e in expenses), Decimal(0))
+"""
+
+
+def test_names_of_the_module_a_test_file_uses_without_importing_them_are_imported():
+    written = (
+        '"""Tests."""\nfrom budget import total\n\n\n'
+        "def test_total():\n"
+        "    day = dt.date(2024, 1, 2)\n"
+        '    assert total([Expense(day, Decimal("1.5"))]) == Decimal("1.5")\n'
+        "    assert budget.LIMIT == LIMIT\n"
+        "    with pytest.raises(AttributeError):\n"
+        "        total([1])\n\n\n"
+        "def test_unknown(total_expected=3):\n"
+        "    assert _helper() is None and unknown_name and total_expected\n"
+    )
+    fixed = with_missing_imports(written, BUDGET, "budget")
+    assert fixed.splitlines()[:8] == [
+        '"""Tests."""',
+        "from budget import total",
+        "from decimal import Decimal",
+        "from budget import Expense",
+        "from budget import LIMIT",
+        "import budget",
+        "import datetime as dt",
+        "import pytest",
+    ]
+    assert fixed.endswith(written.split("from budget import total\n", 1)[1])
+    # Nothing missing, or nothing the module binds (a private name, a name it does not have): unchanged.
+    assert with_missing_imports(fixed, BUDGET, "budget") == fixed
+    assert with_missing_imports("def test_x():\n    assert _helper()\n", BUDGET, "budget").startswith("def")
+    # The module as the test imports it: from a package.
+    assert "from shop.budget import Expense\n" in with_missing_imports(
+        "from shop.budget import total\n\n\ndef test_x():\n    assert Expense\n", BUDGET, "budget"
+    )

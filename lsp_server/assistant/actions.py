@@ -216,6 +216,7 @@ def block_proposer(
         if action.output is Output.TEST_FILE:
             if test_file.endswith(".py"):
                 block_code = passing_tests.without_redefined_tests(passing_tests.complete_tests(block_code))
+                block_code = passing_tests.with_missing_imports(block_code, source, path.stem)
             return runner.propose_file(test_file, block_code)
         if path.suffix == ".py":
             block_code, wrong = rewrite.the_unit_written(source, first, last, block_code)

@@ -84,6 +84,118 @@ def without_redefined_tests(source: str) -> str:
     return _without_lines(source, removed)
 
 
+def with_missing_imports(source: str, module_source: str, module: str) -> str:
+    """`source`, a test file for the module `module` (whose code is `module_source`), with an import for
+    each name it uses but never binds that the module binds at its top: `from module import Expense`
+    for the module's own definitions, the module's own import statement for a name it imports
+    (`from decimal import Decimal`); and for the module itself and the test frameworks. Models writing
+    tests often use these names without importing them."""
+    try:
+        tree, module_tree = ast.parse(source), ast.parse(module_source)
+    except (SyntaxError, ValueError):
+        return source
+    module_path = _module_path(tree, module)
+    parent, _, last = module_path.rpartition(".")
+    imported_as = {
+        "pytest": "import pytest",
+        "unittest": "import unittest",
+        last: f"from {parent} import {last}" if parent else f"import {last}",
+        **_import_lines(module_tree, module_path),
+    }
+    missing = sorted(_names_used(tree) - _names_bound_anywhere(tree) - set(dir(builtins)))
+    added = list(dict.fromkeys(imported_as[name] for name in missing if name in imported_as))
+    if not added:
+        return source
+    lines = source.splitlines(keepends=True)
+    imports = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
+    at = (imports[-1].end_lineno or imports[-1].lineno) if imports else _after_docstring(tree)
+    return "".join([*lines[:at], *(f"{line}\n" for line in added), *lines[at:]])
+
+
+def _module_path(tree: ast.Module, module: str) -> str:
+    """How the test file imports the module named `module` (`pkg.budget`, or `budget` itself)."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and (node.module == module or node.module.endswith(f".{module}"))
+        ):
+            return node.module
+    return module
+
+
+def _import_lines(module_tree: ast.Module, module_path: str) -> dict[str, str]:
+    """For each name the module binds at its top, the import statement that gives a test that name."""
+    lines: dict[str, str] = {}
+    for node in module_tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                lines[(alias.asname or alias.name).split(".")[0]] = ast.unparse(ast.Import(names=[alias]))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:  # a relative one means another place
+            for alias in node.names:
+                if alias.name != "*":
+                    lines[alias.asname or alias.name] = ast.unparse(
+                        ast.ImportFrom(module=node.module, names=[alias], level=0)
+                    )
+        else:
+            for name in _top_level_names(node):
+                if not name.startswith("_"):
+                    lines[name] = f"from {module_path} import {name}"
+    return lines
+
+
+def _top_level_names(node: ast.stmt) -> list[str]:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [node.name]
+    if isinstance(node, ast.Assign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return [target.id for target in targets if isinstance(target, ast.Name)]
+    return []
+
+
+def _names_used(tree: ast.Module) -> set[str]:
+    return {
+        node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
+
+
+def _names_bound_anywhere(tree: ast.Module) -> set[str]:
+    """Every name the file binds, in any scope: a name bound anywhere is taken as known everywhere (the
+    side that never adds a wrong import)."""
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            bound.update(node.names)
+        elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+    return bound
+
+
+def _after_docstring(tree: ast.Module) -> int:
+    """The 0-based line after the module's docstring (0 when it has none)."""
+    first = tree.body[0] if tree.body else None
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        return first.end_lineno or first.lineno
+    return 0
+
+
 def _without_lines(source: str, removed: list[tuple[int, int]]) -> str:
     """`source` without the 0-based line ranges [start, end) in `removed`."""
     dropped = {index for start, end in removed for index in range(start, end)}
