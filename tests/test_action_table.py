@@ -65,6 +65,10 @@ def test_each_action_has_the_prompts_its_output_needs(action: ActionSpec) -> Non
         assert fields <= TEMPLATE_FIELDS, f"{action.name}: unknown fields {fields - TEMPLATE_FIELDS}"
         has_prompt = bool(action.tool_instruction.strip())
         assert has_prompt == bool(action.edit_tools), f"{action.name}: edit tools without a prompt, or back"
+    if action.docstring_instruction:
+        docstring_fields = {n for _, n, _, _ in string.Formatter().parse(action.docstring_instruction) if n}
+        assert action.output is Output.BLOCK and action.documentation_only, f"{action.name}: docstrings only"
+        assert "name" in docstring_fields and docstring_fields <= TEMPLATE_FIELDS | {"name"}, docstring_fields
     if action.output is Output.TEST_FILE:
         assert "test_file" in fields, f"{action.name} writes a test file without naming it"
         assert not action.edit_tools, f"{action.name}: a test file is written whole, never as a JSON argument"

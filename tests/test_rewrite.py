@@ -7,10 +7,12 @@ import pytest
 from lsp_server.assistant.rewrite import (
     added_documentation,
     code_block,
+    documented_by,
     enclosing_block,
     python_code_changed,
     replace_lines,
     the_unit_written,
+    undocumented_function,
 )
 
 MODULE = '''import math
@@ -144,3 +146,44 @@ def test_a_comment_put_at_the_end_of_a_code_line_is_taken_too():
     before = "def area(w, h):\n    return w*h\n"
     after = "def area(w, h):\n    return w*h  # width times height\n"
     assert added_documentation(before, after) == after
+
+
+DOCUMENTED = """import math
+
+
+class Circle:
+    def __init__(self, radius):
+        self.radius = radius
+
+    def area(self, digits=2):
+        value = math.pi * self.radius**2
+        return round(value, digits)
+"""
+
+
+def test_a_docstring_alone_goes_under_the_functions_signature_and_nothing_else_changes():
+    first, last = 8, 10  # Circle.area
+    assert undocumented_function(DOCUMENTED, first, last) == "area"
+    expected = (
+        "    def area(self, digits=2):\n"
+        '        """The area of the circle.\n\n        Rounded to `digits` places.\n        """\n'
+        "        value = math.pi * self.radius**2\n        return round(value, digits)\n"
+    )
+    # The docstring alone, as a model writes it at the top of a block; or under the `def` line it wrote
+    # again, renamed or with a placeholder body: the same edit.
+    alone = '"""The area of the circle.\n\nRounded to `digits` places.\n"""\n'
+    with_def = (
+        'def area(self):\n    """The area of the circle.\n\n'
+        '    Rounded to `digits` places.\n    """\n    ...\n'
+    )
+    assert documented_by(DOCUMENTED, first, last, alone) == expected
+    assert documented_by(DOCUMENTED, first, last, with_def) == expected
+    # Code, or a function written whole: not a docstring alone (the block is taken as the function).
+    assert documented_by(DOCUMENTED, first, last, "value = 1\n") is None
+    whole = with_def.replace("    ...\n", "    return 1\n")
+    assert documented_by(DOCUMENTED, first, last, whole) is None
+    # A function that has a docstring already, a one-line one, a class: the block is asked for instead.
+    assert undocumented_function(expected, 1, 6) is None
+    assert undocumented_function("def f(): return 1\n", 1, 1) is None
+    assert undocumented_function(DOCUMENTED, 4, 10) is None
+    assert documented_by(DOCUMENTED, 4, 10, alone) is None

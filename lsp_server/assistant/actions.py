@@ -40,6 +40,9 @@ class ActionSpec:
     # Asked after the code is shown: the question of an ANSWER; for the others a template that asks for
     # the block ({first}, {last}, {path}, {language}, {test_file}), repeated after a refusal.
     instruction: str
+    # Asked instead of `instruction` when the block is a Python function with no docstring ({name} too):
+    # for the docstring alone, which the edit puts under the function's signature.
+    docstring_instruction: str = ""
     # When the block never came out right: what the edit tools are asked for, and which of them may be
     # used; none: no such turn.
     tool_instruction: str = ""
@@ -96,6 +99,11 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "improved (docstrings in the file's style that say what each function returns, its arguments and "
         "what it raises; comments where the code is not obvious) and every line of code kept exactly as it "
         "is, in one ```{language} block. Write only that block.",
+        # A Python function with no docstring: the docstring alone (rewrite.documented_by puts it in place),
+        # a third of the tokens of the function written again, and no way to change its code.
+        docstring_instruction="Write the docstring of `{name}` (lines {first}-{last} of `{path}`), in the "
+        "file's style: what it does and returns, its arguments, and what it raises. Write only the "
+        "docstring, in one ```{language} block.",
         tool_instruction="Add clear documentation (docstrings or comments, in the file's style) to this "
         "code. Propose the change with the edit tool; keep the code itself unchanged.",
         edit_tools=("edit",),
@@ -166,6 +174,19 @@ def code_shown(action: ActionSpec, source: str, first: int, last: int, python: b
     return first, last, "".join(lines[first - 1 : last])
 
 
+def block_instruction(
+    action: ActionSpec, source: str, first: int, last: int, python: bool
+) -> tuple[str, str]:
+    """The instruction template that asks for the block at lines first..last, and the name of the
+    function whose docstring alone it asks for ("" when it asks for the block)."""
+    name = (
+        rewrite.undocumented_function(source, first, last)
+        if python and action.docstring_instruction
+        else None
+    )
+    return (action.docstring_instruction, name) if name else (action.instruction, "")
+
+
 def write_tokens(action: ActionSpec, code: str, max_tokens: int) -> int:
     """Tokens the model may write for an action's block (of `code`): room for the block again and what
     is said before it (two characters a token), at least maxTokens and at most REWRITE_MAX_FACTOR times
@@ -219,6 +240,15 @@ def block_proposer(
                 block_code = passing_tests.with_missing_imports(block_code, source, path.stem)
             return runner.propose_file(test_file, block_code)
         if path.suffix == ".py":
+            documented = (
+                rewrite.documented_by(source, first, last, block_code)
+                if action.docstring_instruction
+                else None
+            )
+            if documented is not None:
+                return runner.proposals.propose_text(
+                    path, rewrite.replace_lines(source, first, last, documented)
+                )
             block_code, wrong = rewrite.the_unit_written(source, first, last, block_code)
             # A documentation-only action keeps what the block documents, renamed or not (below).
             if wrong is not None and not action.documentation_only:

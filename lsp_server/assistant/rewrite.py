@@ -128,6 +128,63 @@ def _under_signature(
     return "".join(lines[first - 1 : header_end]) + body
 
 
+def undocumented_function(source: str, first: int, last: int) -> str | None:
+    """The name of the function at lines first..last of Python source when it has no docstring and a
+    body of its own lines (where a docstring alone can go); else None."""
+    try:
+        target = _definition_spanning(ast.parse(source), first, last)
+    except (SyntaxError, ValueError):
+        return None
+    if (
+        isinstance(target, ast.FunctionDef | ast.AsyncFunctionDef)
+        and _docstring(target) is None
+        and target.body[0].lineno > target.lineno
+    ):
+        return target.name
+    return None
+
+
+def documented_by(source: str, first: int, last: int, block: str) -> str | None:
+    """The function at lines first..last with the docstring that `block` holds put under its signature,
+    where `block` is a docstring alone (or the `def` line and a docstring, and no code); None otherwise.
+
+    Writing only the docstring is the cheapest Document there is, and it cannot touch the code."""
+    name = undocumented_function(source, first, last)
+    try:
+        written = ast.parse(textwrap.dedent(block))
+    except (SyntaxError, ValueError):
+        return None
+    docstring = _docstring(written)
+    if len(written.body) == 1 and isinstance(written.body[0], ast.FunctionDef | ast.AsyncFunctionDef):
+        function = written.body[0]  # the `def` line written too: its body must be the docstring alone
+        docstring = _docstring(function) if all(_is_placeholder(s) for s in function.body[1:]) else None
+    elif len(written.body) != 1:
+        docstring = None
+    if name is None or docstring is None:
+        return None
+    target = _definition_spanning(ast.parse(source), first, last)
+    assert isinstance(target, ast.FunctionDef | ast.AsyncFunctionDef)
+    lines = split_lines(source)
+    indent = indent_of(lines[target.body[0].lineno - 1])
+    written_lines = split_lines(textwrap.dedent(block))
+    text = written_lines[docstring.lineno - 1 : docstring.end_lineno]
+    # Its lines as written, moved from the docstring's own indentation to the body's.
+    own = indent_of(text[0])
+    placed = [indent + line.removeprefix(own) if line.strip() else line for line in text]
+    placed[-1] = placed[-1].rstrip() + "\n"
+    at = target.body[0].lineno - 1
+    return "".join(lines[first - 1 : at] + placed + lines[at:last])
+
+
+def _is_placeholder(statement: ast.stmt) -> bool:
+    """`pass` or `...`: what stands for a body left out."""
+    return isinstance(statement, ast.Pass) or (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and statement.value.value is Ellipsis
+    )
+
+
 def code_block(answer: str) -> str | None:
     """The code the model wrote: the longest fenced block, or an unclosed one cut by the token limit."""
     blocks = [match.group("code") for match in _FENCE.finditer(answer)]

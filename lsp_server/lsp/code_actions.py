@@ -177,8 +177,9 @@ async def _write_edit(
     assert turn.path is not None
     path, source, runner = turn.path, turn.text, turn.runner
     test_file = actions.test_file_for(path, turn.sandbox)
-    write = action.instruction.format(
-        first=first, last=last, path=turn.shown_path, language=language, test_file=test_file
+    template, name = actions.block_instruction(action, source, first, last, python=path.suffix == ".py")
+    write = template.format(
+        first=first, last=last, path=turn.shown_path, language=language, test_file=test_file, name=name
     )
     attempts = turn.verifier.max_attempts if turn.verifier is not None else actions.BLOCK_ATTEMPTS
     try:
