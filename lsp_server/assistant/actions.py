@@ -240,15 +240,8 @@ def block_proposer(
                 block_code = passing_tests.with_missing_imports(block_code, source, path.stem)
             return runner.propose_file(test_file, block_code)
         if path.suffix == ".py":
-            documented = (
-                rewrite.documented_by(source, first, last, block_code)
-                if action.docstring_instruction
-                else None
-            )
-            if documented is not None:
-                return runner.proposals.propose_text(
-                    path, rewrite.replace_lines(source, first, last, documented)
-                )
+            if action.docstring_instruction:  # a docstring alone goes under the function's signature
+                block_code = rewrite.documented_by(source, first, last, block_code) or block_code
             block_code, wrong = rewrite.the_unit_written(source, first, last, block_code)
             # A documentation-only action keeps what the block documents, renamed or not (below).
             if wrong is not None and not action.documentation_only:
