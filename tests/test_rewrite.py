@@ -180,6 +180,7 @@ def test_a_docstring_alone_goes_under_the_functions_signature_and_nothing_else_c
     assert documented_by(DOCUMENTED, first, last, with_def) == expected
     # Code, or a function written whole: not a docstring alone (the block is taken as the function).
     assert documented_by(DOCUMENTED, first, last, "value = 1\n") is None
+    assert documented_by(DOCUMENTED, first, last, 'def area(self): """On one line."""\n') is None
     whole = with_def.replace("    ...\n", "    return 1\n")
     assert documented_by(DOCUMENTED, first, last, whole) is None
     # A function that has a docstring already, a one-line one, a class: the block is asked for instead.

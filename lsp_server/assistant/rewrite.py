@@ -131,6 +131,11 @@ def _under_signature(
 def undocumented_function(source: str, first: int, last: int) -> str | None:
     """The name of the function at lines first..last of Python source when it has no docstring and a
     body of its own lines (where a docstring alone can go); else None."""
+    target = _undocumented(source, first, last)
+    return target.name if target is not None else None
+
+
+def _undocumented(source: str, first: int, last: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     try:
         target = _definition_spanning(ast.parse(source), first, last)
     except (SyntaxError, ValueError):
@@ -140,7 +145,7 @@ def undocumented_function(source: str, first: int, last: int) -> str | None:
         and _docstring(target) is None
         and target.body[0].lineno > target.lineno
     ):
-        return target.name
+        return target
     return None
 
 
@@ -149,31 +154,36 @@ def documented_by(source: str, first: int, last: int, block: str) -> str | None:
     where `block` is a docstring alone (or the `def` line and a docstring, and no code); None otherwise.
 
     Writing only the docstring is the cheapest Document there is, and it cannot touch the code."""
-    name = undocumented_function(source, first, last)
+    target = _undocumented(source, first, last)
+    written_lines = split_lines(textwrap.dedent(block))
     try:
-        written = ast.parse(textwrap.dedent(block))
+        docstring = _docstring_alone(ast.parse("".join(written_lines)))
     except (SyntaxError, ValueError):
         return None
-    docstring = _docstring(written)
-    if len(written.body) == 1 and isinstance(written.body[0], ast.FunctionDef | ast.AsyncFunctionDef):
-        function = written.body[0]  # the `def` line written too: its body must be the docstring alone
-        docstring = _docstring(function) if all(_is_placeholder(s) for s in function.body[1:]) else None
-    elif len(written.body) != 1:
-        docstring = None
-    if name is None or docstring is None:
+    if target is None or docstring is None:
         return None
-    target = _definition_spanning(ast.parse(source), first, last)
-    assert isinstance(target, ast.FunctionDef | ast.AsyncFunctionDef)
+    text = written_lines[docstring.lineno - 1 : docstring.end_lineno]
+    own = indent_of(text[0])
+    if docstring.col_offset != len(own.encode()):
+        return None  # it shares its line with other code (`def f(): """..."""`)
+    # Its lines as written, moved from the docstring's own indentation to the body's.
     lines = split_lines(source)
     indent = indent_of(lines[target.body[0].lineno - 1])
-    written_lines = split_lines(textwrap.dedent(block))
-    text = written_lines[docstring.lineno - 1 : docstring.end_lineno]
-    # Its lines as written, moved from the docstring's own indentation to the body's.
-    own = indent_of(text[0])
     placed = [indent + line.removeprefix(own) if line.strip() else line for line in text]
     placed[-1] = placed[-1].rstrip() + "\n"
     at = target.body[0].lineno - 1
     return "".join(lines[first - 1 : at] + placed + lines[at:last])
+
+
+def _docstring_alone(written: ast.Module) -> ast.Expr | None:
+    """The docstring of a block that holds nothing else: a docstring, or a `def` with a docstring and at
+    most a placeholder for its body."""
+    if len(written.body) != 1:
+        return None
+    only = written.body[0]
+    if isinstance(only, ast.FunctionDef | ast.AsyncFunctionDef):
+        return _docstring(only) if all(_is_placeholder(s) for s in only.body[1:]) else None
+    return _docstring(written)
 
 
 def _is_placeholder(statement: ast.stmt) -> bool:
