@@ -191,6 +191,9 @@ def test_long():
 class TestCase(unittest.TestCase):
     def test_equal(self):
         self.assertEqual(add("a", "b"), "a b")
+
+    def test_lists(self):
+        self.assertEqual(add([1], [2]), [2, 1])
 """
 
 
@@ -216,6 +219,7 @@ def test_a_wrong_expected_value_takes_what_the_code_gives_and_only_that(tmp_path
         f"test_calc.py::test_decimal (line {line_of('add(Decimal')}): "
         "expected Decimal(\"2\"), the code gives Decimal('2.5')",
         f'test_calc.py::TestCase::test_equal (line {line_of("a b")}): expected "a b", the code gives "ab"',
+        f"test_calc.py::TestCase::test_lists (line {line_of('[2, 1]')}): expected [2, 1], the code gives [1, 2]",
     ]
     changed = [(a, b) for a, b in zip(SETTLED.splitlines(), settled.splitlines(), strict=True) if a != b]
     assert changed == [
@@ -226,6 +230,10 @@ def test_a_wrong_expected_value_takes_what_the_code_gives_and_only_that(tmp_path
             "    assert add(Decimal(\"1.5\"), 1) == Decimal('2.5')",
         ),
         ('        self.assertEqual(add("a", "b"), "a b")', '        self.assertEqual(add("a", "b"), "ab")'),
+        (
+            "        self.assertEqual(add([1], [2]), [2, 1])",
+            "        self.assertEqual(add([1], [2]), [1, 2])",
+        ),
     ]
     # Not settled: test_raises (no equality failed), test_long (pytest shortened the value it shows).
     assert "test_long" in report and "..." in report
@@ -239,6 +247,7 @@ def test_a_wrong_expected_value_takes_what_the_code_gives_and_only_that(tmp_path
     assert [v.test for v in settle_expected_values(older, report, "test_calc.py")[1]] == [
         "test_calc.py::test_decimal",
         "test_calc.py::TestCase::test_equal",
+        "test_calc.py::TestCase::test_lists",
     ]
     # unittest shortens long values as "[N chars]": not a value to write.
     unittest_short = (
@@ -259,15 +268,15 @@ async def test_a_new_test_file_keeps_its_tests_with_the_values_the_code_gives_an
     assert "test_raises" not in kept and "test_long" not in kept
     assert 'self.assertEqual(add("a", "b"), "ab")' in kept and "== Decimal('2.5')" in kept
     result = check.verification.to_json()
-    assert result["passed"] is True and result["attempts"] == 1 and "4 passed" in result["output"]
+    assert result["passed"] is True and result["attempts"] == 1 and "5 passed" in result["output"]
     assert result["droppedTests"] == ["test_long", "test_raises"]
-    assert len(result["settledValues"]) == 5
+    assert len(result["settledValues"]) == 6
     assert result["settledValues"][-1] == (
         f'test_calc.py::test_twice (line {line_of("add(1, 1)")}): expected "2", the code gives 2'
     )
-    assert "; 5 expected values written did not match the code and now say what it gives" in result["summary"]
+    assert "; 6 expected values written did not match the code and now say what it gives" in result["summary"]
     assert result["summary"].endswith(
-        "; 2 of 6 tests written failed on the code as it is and were dropped: test_long, test_raises"
+        "; 2 of 7 tests written failed on the code as it is and were dropped: test_long, test_raises"
     )
 
 

@@ -222,6 +222,8 @@ _ASSERT_EQUAL_METHODS = ("assertEqual", "assertEquals")
 # pytest shortens a long repr in the middle with "...", unittest with "[42 chars]": not the value.
 _SHORTENED = "..."
 _UNITTEST_SHORTENED = re.compile(r"\[\d+ chars\]")
+# unittest's assertEqual of two lists (tuples, sequences) says so first: `Lists differ: [1] != [2]`.
+_UNITTEST_SEQUENCES = re.compile(r"^(?:Lists|Tuples|Sequences) differ: ")
 
 
 def settle_expected_values(source: str, output: str, file_name: str) -> tuple[str, list[SettledValue]]:
@@ -269,7 +271,7 @@ def _shown_equality(message: str) -> tuple[ast.expr, ast.expr] | None:
     """The two values a failed equality shows, (first, second) as written in the assertion; None when
     the message is not one."""
     for line in message.splitlines():
-        line = line.strip().removeprefix("AssertionError: ")
+        line = _UNITTEST_SEQUENCES.sub("", line.strip().removeprefix("AssertionError: "), count=1)
         pytest_style = line.startswith("assert ")
         try:
             compare = ast.parse(line.removeprefix("assert "), mode="eval").body

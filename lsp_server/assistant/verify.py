@@ -122,7 +122,8 @@ AUTO = "auto"
 # The other test files run only with at least this much of verifyTimeout left after the related ones.
 REST_MIN_S = 2.0
 # Write tests: runs that set wrong expected values to the code's results, before the failing tests go.
-SETTLE_ROUNDS = 3
+# A run shows one failing assertion per test, and a test may assert several values; a run takes ~0.5 s.
+SETTLE_ROUNDS = 10
 
 
 class Verifier:
