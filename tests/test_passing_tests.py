@@ -219,7 +219,8 @@ def test_a_wrong_expected_value_takes_what_the_code_gives_and_only_that(tmp_path
         f"test_calc.py::test_decimal (line {line_of('add(Decimal')}): "
         "expected Decimal(\"2\"), the code gives Decimal('2.5')",
         f'test_calc.py::TestCase::test_equal (line {line_of("a b")}): expected "a b", the code gives "ab"',
-        f"test_calc.py::TestCase::test_lists (line {line_of('[2, 1]')}): expected [2, 1], the code gives [1, 2]",
+        f"test_calc.py::TestCase::test_lists (line {line_of('[2, 1]')}): "
+        "expected [2, 1], the code gives [1, 2]",
     ]
     changed = [(a, b) for a, b in zip(SETTLED.splitlines(), settled.splitlines(), strict=True) if a != b]
     assert changed == [
