@@ -343,3 +343,17 @@ def test_names_of_the_module_a_test_file_uses_without_importing_them_are_importe
     assert "from shop.budget import Expense\n" in with_missing_imports(
         "from shop.budget import total\n\n\ndef test_x():\n    assert Expense\n", BUDGET, "budget"
     )
+
+
+async def test_every_failure_of_a_long_report_is_read_not_only_what_the_trimmed_output_shows(tmp_path: Path):
+    (tmp_path / "calc.py").write_text(CALC)
+    many = "from calc import add\n" + "".join(
+        f'\n\ndef test_{n}():\n    assert add("abcdefghij", "{n}") == "wrong"\n' for n in range(150)
+    )
+    check = Verifier("auto", 30, 3, Sandbox([tmp_path]))
+    check.keep_passing_tests()
+    runner = new_test_file(tmp_path, many)
+    assert await check.check_latest(runner) is None
+    result = check.verification.to_json()
+    assert len(result["settledValues"]) == 150 and result["droppedTests"] == []
+    assert "150 passed" in result["output"]

@@ -261,13 +261,20 @@ class CheckSandbox:
         return found if found is not None and os.access(found, os.X_OK) else None
 
     async def run(
-        self, command: str, copy: Path, scratch: Path, timeout_s: float, venvs_of: Path | None = None
+        self,
+        command: str,
+        copy: Path,
+        scratch: Path,
+        timeout_s: float,
+        venvs_of: Path | None = None,
+        tail_chars: int = OUTPUT_TAIL_CHARS,
     ) -> Ran:
         """Runs `command` with `sh -c` in `copy` under `isolation()`, at most timeout_s seconds (the
         cancelled task kills it too); every process it started is gone when this returns.
 
         scratch: an empty directory the caller removes, for the check's home and temporary files when
         it runs without a sandbox. venvs_of: the folder whose virtual environments the check may use.
+        tail_chars: how much of the end of its output is kept (after OUTPUT_HEAD_CHARS of its start).
         """
         isolation = await self.isolation()
         cpu_s = math.ceil(timeout_s) + 1
@@ -290,7 +297,7 @@ class CheckSandbox:
                     (copy / name).symlink_to(venv)
         # bwrap itself starts with the scrubbed environment too: its first process stays in the sandbox
         # as pid 1, and /proc/1/environ would show the server's environment otherwise.
-        passed, output, timed_out = await _run(argv, copy, env, timeout_s)
+        passed, output, timed_out = await _run(argv, copy, env, timeout_s, tail_chars)
         return Ran(passed, output, isolation, timed_out)
 
 
@@ -380,11 +387,13 @@ async def _probe(bwrap: str) -> str | None:
     return lines[-1][:300] if lines else f"exit status {process.returncode}"
 
 
-async def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float) -> tuple[bool, str, bool]:
+async def _run(
+    argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float, tail_chars: int
+) -> tuple[bool, str, bool]:
     """Whether the command passed, its output, and whether it was killed at the time limit."""
     loop = asyncio.get_running_loop()
     transport, watch = await loop.subprocess_exec(
-        lambda: _Watch(loop),
+        lambda: _Watch(loop, tail_chars),
         *argv,
         cwd=cwd,
         env=env,
@@ -421,8 +430,8 @@ class _Watch(asyncio.SubprocessProtocol):
     """Collects the command's output, and says when it exited (even while a child it left behind
     still holds its output open) and when its output closed."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.output = _BoundedOutput()
+    def __init__(self, loop: asyncio.AbstractEventLoop, tail_chars: int) -> None:
+        self.output = _BoundedOutput(tail_chars)
         self.exited: asyncio.Future[None] = loop.create_future()
         self.drained: asyncio.Future[None] = loop.create_future()
 
@@ -441,10 +450,11 @@ class _Watch(asyncio.SubprocessProtocol):
 class _BoundedOutput:
     """Keeps the head and the tail of what a command prints, however much it prints."""
 
-    def __init__(self) -> None:
+    def __init__(self, tail_chars: int = OUTPUT_TAIL_CHARS) -> None:
         self.head = b""
         self.tail = b""
         self.dropped = 0
+        self.tail_chars = tail_chars
 
     def add(self, chunk: bytes) -> None:
         room = OUTPUT_HEAD_CHARS - len(self.head)
@@ -452,10 +462,23 @@ class _BoundedOutput:
             self.head += chunk[:room]
             chunk = chunk[room:]
         self.tail += chunk
-        if len(self.tail) > OUTPUT_TAIL_CHARS:
-            self.dropped += len(self.tail) - OUTPUT_TAIL_CHARS
-            self.tail = self.tail[-OUTPUT_TAIL_CHARS:]
+        if len(self.tail) > self.tail_chars:
+            self.dropped += len(self.tail) - self.tail_chars
+            self.tail = self.tail[-self.tail_chars :]
 
     def text(self) -> str:
-        middle = f"\n[... {self.dropped} bytes left out ...]\n" if self.dropped else ""
-        return self.head.decode(errors="replace") + middle + self.tail.decode(errors="replace")
+        return _joined(self.head.decode(errors="replace"), self.dropped, self.tail.decode(errors="replace"))
+
+
+def trimmed(output: str) -> str:
+    """A command's output as a check shows it: its first OUTPUT_HEAD_CHARS and last OUTPUT_TAIL_CHARS
+    characters (of one kept at more length, `tail_chars`)."""
+    if len(output) <= OUTPUT_HEAD_CHARS + OUTPUT_TAIL_CHARS:
+        return output
+    left_out = len(output[OUTPUT_HEAD_CHARS:-OUTPUT_TAIL_CHARS].encode())
+    return _joined(output[:OUTPUT_HEAD_CHARS], left_out, output[-OUTPUT_TAIL_CHARS:])
+
+
+def _joined(head: str, left_out: int, tail: str) -> str:
+    middle = f"\n[... {left_out} bytes left out ...]\n" if left_out else ""
+    return head + middle + tail

@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from . import passing_tests
-from .check_sandbox import CheckSandbox, CopyRefused, SandboxUnavailable, copy_folder, left_out_note
+from .check_sandbox import (
+    OUTPUT_TAIL_CHARS,
+    CheckSandbox,
+    CopyRefused,
+    SandboxUnavailable,
+    copy_folder,
+    left_out_note,
+    trimmed,
+)
 from .proposals import Checkpoint, ProposedEdit
 from .sandbox import Sandbox
 from .test_discovery import TestPlan, find_tests
@@ -36,6 +44,8 @@ class CheckResult:
     seconds: float
     command: str
     timed_out: bool = False
+    # Write tests: the output at more length, for reading every failure (passing_tests.py); else "".
+    report: str = ""
     rest: str | None = None  # after the related tests, how the other test files went (Verifier._the_rest)
     broke_rest: bool = False  # the related tests passed, and the other test files broke with the edit
 
@@ -124,6 +134,8 @@ REST_MIN_S = 2.0
 # Write tests: runs that set wrong expected values to the code's results, before the failing tests go.
 # A run shows one failing assertion per test, and a test may assert several values; a run takes ~0.5 s.
 SETTLE_ROUNDS = 10
+# Write tests reads every failure of its file, which the usual head and tail of the output may cut.
+REPORT_TAIL_CHARS = 32_000
 
 
 class Verifier:
@@ -267,7 +279,7 @@ class Verifier:
         settled: list[passing_tests.SettledValue] = []
         # Each run shows one failing assertion per test: a test with two wrong values needs two.
         for _ in range(SETTLE_ROUNDS):
-            settled_text, more = passing_tests.settle_expected_values(text, result.output, edit.path.name)
+            settled_text, more = passing_tests.settle_expected_values(text, result.report, edit.path.name)
             # A value set before fails again: it differs from run to run (a loop, a clock), so the test goes.
             if not more or {(v.test, v.line) for v in more} & {(v.test, v.line) for v in settled}:
                 break
@@ -280,7 +292,7 @@ class Verifier:
             if result.passed:
                 break
         if not result.passed:
-            failed = passing_tests.failed_tests(result.output, edit.path.name)
+            failed = passing_tests.failed_tests(result.report, edit.path.name)
             kept = passing_tests.without_tests(text, failed) if failed else None
             again = await self._recheck(runner, kept) if kept is not None and failed is not None else None
             if again is None or not again.passed:
@@ -290,7 +302,7 @@ class Verifier:
                 len(failed or ()),
                 edit.path.name,
                 "\n".join(
-                    line for line in result.output.splitlines() if line.startswith(("FAILED ", "ERROR "))
+                    line for line in result.report.splitlines() if line.startswith(("FAILED ", "ERROR "))
                 ),
             )
             self.verification.dropped_tests = sorted("::".join(test) for test in failed or ())
@@ -356,10 +368,15 @@ class Verifier:
             return None
         command = command or self.command.replace("{file}", shlex.quote(edited.relative_to(root).as_posix()))
         timeout_s = timeout_s or self.timeout_s
-        ran = await run_on_copy(self.check_sandbox, command, root, folder is not None, texts, timeout_s)
+        tail_chars = REPORT_TAIL_CHARS if self._keeps_passing_tests else OUTPUT_TAIL_CHARS
+        ran = await run_on_copy(
+            self.check_sandbox, command, root, folder is not None, texts, timeout_s, tail_chars
+        )
         if ran.isolation is not None:
             self.verification.sandbox = ran.isolation
-        return CheckResult(ran.passed, ran.output, time.monotonic() - started, command, ran.timed_out)
+        report = ran.output if self._keeps_passing_tests else ""
+        seconds = time.monotonic() - started
+        return CheckResult(ran.passed, trimmed(ran.output), seconds, command, ran.timed_out, report=report)
 
 
 @dataclass(frozen=True)
@@ -380,6 +397,7 @@ async def run_on_copy(
     copy_root: bool,
     texts: dict[Path, str],
     timeout_s: float,
+    tail_chars: int = OUTPUT_TAIL_CHARS,
 ) -> CopyRun:
     """Runs `command` in `check_sandbox` on a fresh copy of the folder `root` (or, when not copy_root, an
     empty folder of its name: a file outside every folder is checked alone) with `texts` written over it."""
@@ -401,5 +419,7 @@ async def run_on_copy(
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text, encoding="utf-8")
         venvs_of = root if copy_root else None
-        ran = await check_sandbox.run(command, copy, Path(scratch), timeout_s, venvs_of=venvs_of)
+        ran = await check_sandbox.run(
+            command, copy, Path(scratch), timeout_s, venvs_of=venvs_of, tail_chars=tail_chars
+        )
     return CopyRun(ran.passed, left_out_note(left_out) + ran.output, ran.isolation, copy, ran.timed_out)
