@@ -10,6 +10,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from lsp_server.assistant.rewrite import DEFINITIONS, definition_lines
+
 TASKS = Path(__file__).resolve().parent.parent / "eval" / "tasks"
 
 
@@ -84,9 +86,6 @@ class Task:
         )
 
 
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
 def _definition_at(tree: ast.Module, line: int) -> list[str]:
     """The names of the innermost definition whose first line (decorators included) is `line`, from the
     outermost: ["Matrix", "__matmul__"]."""
@@ -95,19 +94,16 @@ def _definition_at(tree: ast.Module, line: int) -> list[str]:
     while True:
         found = next(
             (
-                node
-                for node in scope
-                if isinstance(node, _DEFINITIONS)
-                and min([node.lineno, *(d.lineno for d in node.decorator_list)])
-                <= line
-                <= (node.end_lineno or 0)
+                n
+                for n in scope
+                if isinstance(n, DEFINITIONS) and definition_lines(n)[0] <= line <= definition_lines(n)[1]
             ),
             None,
         )
         if found is None:
             return names
         names.append(found.name)
-        if min([found.lineno, *(d.lineno for d in found.decorator_list)]) == line:
+        if definition_lines(found)[0] == line:
             return names
         scope = found.body
 
@@ -117,7 +113,7 @@ def _span_of(tree: ast.Module, names: list[str]) -> tuple[int, int]:
     scope: list[ast.stmt] = tree.body
     node: ast.stmt | None = None
     for name in names:
-        node = next(n for n in scope if isinstance(n, _DEFINITIONS) and n.name == name)
+        node = next(n for n in scope if isinstance(n, DEFINITIONS) and n.name == name)
         scope = node.body
-    assert node is not None and isinstance(node, _DEFINITIONS)
-    return min([node.lineno, *(d.lineno for d in node.decorator_list)]), node.end_lineno or node.lineno
+    assert isinstance(node, DEFINITIONS)
+    return definition_lines(node)

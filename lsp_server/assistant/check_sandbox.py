@@ -471,8 +471,8 @@ class _BoundedOutput:
 
 
 def trimmed(output: str) -> str:
-    """A command's output as a check shows it: its first OUTPUT_HEAD_CHARS and last OUTPUT_TAIL_CHARS
-    characters (of one kept at more length, `tail_chars`)."""
+    """A command's output as a check shows it, however much of it was kept (`tail_chars`): its first
+    OUTPUT_HEAD_CHARS and last OUTPUT_TAIL_CHARS characters."""
     if len(output) <= OUTPUT_HEAD_CHARS + OUTPUT_TAIL_CHARS:
         return output
     left_out = len(output[OUTPUT_HEAD_CHARS:-OUTPUT_TAIL_CHARS].encode())

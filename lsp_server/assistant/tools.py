@@ -62,6 +62,7 @@ class ToolOutcome:
 
 
 def counted(n: int, noun: str) -> str:
+    """ "1 line", "3 lines": `n` and the noun, plural unless n is 1."""
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
