@@ -4,6 +4,7 @@ longest-common-prefix reuse, and chat going first."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
 
@@ -60,8 +61,20 @@ async def test_a_chat_request_stops_a_running_completion_at_once(tiny_fim_model)
     engine = Engine(config(tiny_fim_model))
     try:
         await engine.ready()
-        completion = asyncio.ensure_future(engine.complete(infill("def g(x):", max_tokens=1500)))
-        await asyncio.sleep(0.3)
+        writing = threading.Event()
+
+        def at_a_slow_model_pace(_text: str) -> bool:
+            # The tiny model could write all 1,500 tokens before the chat request arrives on a fast
+            # or busy machine; 5 ms a piece keeps it writing for seconds.
+            writing.set()
+            time.sleep(0.005)
+            return True
+
+        completion = asyncio.ensure_future(
+            engine.complete(infill("def g(x):", max_tokens=1500), at_a_slow_model_pace)
+        )
+        while not writing.is_set():
+            await asyncio.sleep(0.01)
         started = time.monotonic()
         answer = await engine.generate(ChatRequest(prompt="a question", max_tokens=2))
         waited = time.monotonic() - started

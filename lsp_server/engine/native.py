@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -97,6 +98,8 @@ def _declarations(header: Path) -> str:
 _ffi = cffi.FFI()
 _lib: Any = None
 _declared = False  # cffi refuses a second cdef of the same functions
+# The server's thread (stats, version) and the engine's thread may both load first: one loads.
+_loading = threading.Lock()
 
 _LEVELS = {1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR}
 
@@ -119,16 +122,17 @@ def _check_abi(lib: Any, library: Path) -> None:
 
 def _load() -> Any:
     global _lib, _declared
-    if _lib is None:
-        library, header = _find_library()
-        if not _declared:
-            _ffi.cdef(_declarations(header))
-            _declared = True
-        lib = _ffi.dlopen(str(library))
-        _check_abi(lib, library)
-        lib.llama_lsp_set_log_callback(_log_callback, _ffi.NULL)
-        _lib = lib
-    return _lib
+    with _loading:
+        if _lib is None:
+            library, header = _find_library()
+            if not _declared:
+                _ffi.cdef(_declarations(header))
+                _declared = True
+            lib = _ffi.dlopen(str(library))
+            _check_abi(lib, library)
+            lib.llama_lsp_set_log_callback(_log_callback, _ffi.NULL)
+            _lib = lib
+        return _lib
 
 
 @_ffi.callback("void(void *, int, const char *)")
