@@ -356,10 +356,8 @@ def _names_bound(tree: ast.Module) -> set[str]:
     for node in tree.body:
         if isinstance(node, ast.Import | ast.ImportFrom):
             bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bound.add(node.name)
-        elif isinstance(node, ast.Assign):
-            bound.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        else:
+            bound.update(_top_level_names(node))
     return bound
 
 
