@@ -104,17 +104,18 @@ def test_the_failing_tests_are_removed_with_their_decorators_and_empty_classes()
     )
 
 
-def new_test_file(project: Path, text: str) -> ToolRunner:
+def new_test_file(project: Path, text: str) -> tuple[Verifier, ToolRunner]:
+    """Write tests' check, and `text` proposed as the new test_calc.py of `project`."""
+    check = Verifier("auto", 30, 3, Sandbox([project]))
+    check.keep_passing_tests()
     runner = ToolRunner(Sandbox([project]))
     assert runner.propose_file("test_calc.py", text) is None
-    return runner
+    return check, runner
 
 
 async def test_a_new_test_file_keeps_the_tests_that_pass_and_says_which_were_dropped(tmp_path: Path):
     (tmp_path / "calc.py").write_text(CALC)
-    check = Verifier("auto", 30, 3, Sandbox([tmp_path]))
-    check.keep_passing_tests()
-    runner = new_test_file(tmp_path, WRITTEN)
+    check, runner = new_test_file(tmp_path, WRITTEN)
     assert await check.check_latest(runner) is None
     (kept,) = runner.proposals.changed_texts().values()
     assert names(kept) == ["test_add", "TestMore::test_zero"]
@@ -134,9 +135,7 @@ async def test_tests_that_all_fail_or_collect_nothing_are_no_edit(tmp_path: Path
         "from calc import add\n\n\ndef test_bad():\n    assert add(1, 1) > 2\n",
         "import calc\n",
     ):
-        check = Verifier("auto", 30, 3, Sandbox([tmp_path]))
-        check.keep_passing_tests()
-        runner = new_test_file(tmp_path, written)
+        check, runner = new_test_file(tmp_path, written)
         problem = await check.check_latest(runner)
         # The model reads what failed, to write the file again with the results the code gives.
         assert problem is not None and "The code is correct" in problem
@@ -259,9 +258,7 @@ def test_a_wrong_expected_value_takes_what_the_code_gives_and_only_that(tmp_path
 
 async def test_a_new_test_file_keeps_its_tests_with_the_values_the_code_gives_and_says_which(tmp_path: Path):
     (tmp_path / "calc.py").write_text(CALC)
-    check = Verifier("auto", 30, 3, Sandbox([tmp_path]))
-    check.keep_passing_tests()
-    runner = new_test_file(tmp_path, SETTLED)
+    check, runner = new_test_file(tmp_path, SETTLED)
     assert await check.check_latest(runner) is None
     (kept,) = runner.proposals.changed_texts().values()
     # test_twice's second value shows only once its first passes: a second run settles it.
@@ -350,9 +347,7 @@ async def test_every_failure_of_a_long_report_is_read_not_only_what_the_trimmed_
     many = "from calc import add\n" + "".join(
         f'\n\ndef test_{n}():\n    assert add("abcdefghij", "{n}") == "wrong"\n' for n in range(150)
     )
-    check = Verifier("auto", 30, 3, Sandbox([tmp_path]))
-    check.keep_passing_tests()
-    runner = new_test_file(tmp_path, many)
+    check, runner = new_test_file(tmp_path, many)
     assert await check.check_latest(runner) is None
     result = check.verification.to_json()
     assert len(result["settledValues"]) == 150 and result["droppedTests"] == []
