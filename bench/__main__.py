@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lsp_server.engine import models
 
-from . import rewrite, versus
+from . import checks, rewrite, versus
 from .baseline import find_decode_loop
 from .parts import (
     Row,
@@ -62,7 +62,7 @@ def run(settings: Settings, label: str) -> None:
     )
 
 
-PARTS = ("engine", "versus", "backends", "prefill", "typing", "rewrite")
+PARTS = ("engine", "versus", "backends", "prefill", "typing", "rewrite", "check")
 
 
 def against_llama_server(plan: versus.Plan, parts: set[str], quick: bool) -> None:
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
         help="run only this part (repeatable): engine (a)-(d), versus (A)-(R), backends (A) through our "
         "server, local and on llama-server, prefill, typing (inline completion against /infill), rewrite "
         "(W): a code action's block with and without drafting, and on llama-server's drafting settings "
-        "(the default model)",
+        "(the default model), check (K): what a check adds to the tests it runs (no model)",
     )
     parser.add_argument(
         "--rewrite-tasks", help=f"eval tasks for (W), a glob (default: {', '.join(rewrite.DEFAULT_TASKS)})"
@@ -121,6 +121,8 @@ def main(argv: list[str] | None = None) -> None:
             # Code actions are measured on the model users run them with; minutes per task and way.
             default = models.resolve(args.model or models.DEFAULT_MODEL)
             rewrite.run(default, binary, runs=args.runs or 1, task_glob=args.rewrite_tasks)
+        if "check" in parts:
+            checks.run(runs=args.runs or 5)
         return
     from harness.tiny_model import write_tiny_model  # needs the [test] extra (gguf)
 
@@ -144,6 +146,8 @@ def main(argv: list[str] | None = None) -> None:
                 goals=False,
             )
             against_llama_server(plan, parts, quick=True)
+        if "check" in parts:
+            checks.run(runs=args.runs or 2)
 
 
 if __name__ == "__main__":
