@@ -214,11 +214,17 @@ async def test_exit_without_shutdown_during_an_answer_ends_the_server_promptly(s
     await client.wait_for_status(protocol.READY, timeout=300)
     process = client._server
     assert process is not None
+    seen = len(client.statuses)
     answer = asyncio.ensure_future(
         client.request(protocol.CHAT, {"message": "Count from 1 to 300.", "partialResultToken": "long"})
     )
-    while not client.partials.get("long"):
+    # Busy: the engine is working on the answer (reading its prompt, writing, or calling a tool: whatever
+    # the 0.5B makes of the question, which streams nothing while it calls tools).
+    while not any(status["state"] == protocol.BUSY for status in client.statuses[seen:]):
+        assert not answer.done(), answer.result()
         await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)
+    assert not answer.done(), f"the answer ended before the exit: {answer.result()}"
     started = time.monotonic()
     client.protocol.notify(types.EXIT, None)
     await asyncio.wait_for(process.wait(), 10)

@@ -13,10 +13,9 @@ from lsp_server.assistant.tool_schemas import TOOL_NAMES, schemas_for
 
 from .conftest import open_engine
 
-# Measured with qwen2.5-coder-1.5b's template: 771. Four shorter tools measured 457, and were not kept:
-# the eval held with them (Fix 10 of 30 either way, 2026-12-04), but the 0.5B answered a plain chat
-# question by calling tools (test_lifecycle's "Count from 1 to 300." never streamed a word).
-STABLE_PREFIX_BUDGET = 780
+# Measured with qwen2.5-coder-1.5b's template: 457 (771 with the six described tools of before; on the
+# eval's 30 Fix tasks both passed 10, and Document 5 of 5 with the four, 2026-12-04).
+STABLE_PREFIX_BUDGET = 460
 
 
 def test_the_system_prompt_and_tools_fit_the_budget_with_the_default_models_template(
@@ -37,4 +36,4 @@ def test_the_system_prompt_and_tools_fit_the_budget_with_the_default_models_temp
     for name in TOOL_NAMES:  # the template declared every tool
         assert f'"name": "{name}"' in stable
     assert n_stable <= STABLE_PREFIX_BUDGET, f"system prompt and tools are {n_stable} tokens"
-    assert n_stable > 500, stable  # the tools were rendered at all
+    assert n_stable > 200, stable  # the tools were rendered at all

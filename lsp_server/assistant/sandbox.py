@@ -14,7 +14,6 @@ import logging
 import os
 import stat
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 MAX_FILE_BYTES = 512 * 1024
@@ -33,24 +32,8 @@ class ToolError(Exception):
     """A tool call the sandbox refuses or cannot carry out; the message is meant for the model to read."""
 
 
-@dataclass(frozen=True)
-class Diagnostic:
-    """One diagnostic, filled by the server from LSP diagnostics; line and column are 1-based."""
-
-    path: Path
-    line: int
-    column: int
-    severity: str  # "error", "warning", "information" or "hint"
-    message: str
-    source: str | None = None
-
-
 def _no_open_text(path: Path) -> str | None:
     return None
-
-
-def _no_diagnostics(path: Path | None) -> list[Diagnostic]:
-    return []
 
 
 class Sandbox:
@@ -67,12 +50,10 @@ class Sandbox:
         self,
         roots: Sequence[Path],
         open_text: Callable[[Path], str | None] = _no_open_text,
-        diagnostics: Callable[[Path | None], list[Diagnostic]] = _no_diagnostics,
         documents: Sequence[Path] = (),
     ) -> None:
         self.roots = [Path(root).resolve() for root in roots]
         self.open_text = open_text
-        self.diagnostics = diagnostics
         resolved = [Path(d).resolve() for d in documents]
         self.documents = frozenset(d for d in resolved if not any(d.is_relative_to(r) for r in self.roots))
         # Each folder's name as paths show it; two folders of one name are told apart by a number.
@@ -139,14 +120,14 @@ class Sandbox:
         try:
             fd = self._open_beneath(path, name)
         except (FileNotFoundError, NotADirectoryError):
-            raise ToolError(f"{name} does not exist; use list_files to find files") from None
+            raise ToolError(f"{name} does not exist; search with no pattern lists the files") from None
         except OSError as exc:
             raise ToolError(f"cannot read {name}: {exc.strerror}") from None
         try:
             # Everything below asks the descriptor that was opened, never the path again.
             info = os.fstat(fd)
             if stat.S_ISDIR(info.st_mode):
-                raise ToolError(f"{name} is a directory, not a file; use list_files to see what it holds")
+                raise ToolError(f"{name} is a directory, not a file; search with a glob lists what it holds")
             if not stat.S_ISREG(info.st_mode):
                 raise ToolError(f"{name} is not a regular file")
             with open(fd, "rb", closefd=False) as file:

@@ -17,66 +17,49 @@ from .sandbox import ToolError
 READ_MAX_LINES = 400  # what one read_file call shows; its schema tells the model
 
 
-def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def _tool(
+    name: str, description: str, properties: dict[str, Any], required: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    parameters: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        parameters["required"] = list(required)
     return {
         "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required},
-        },
+        "function": {"name": name, "description": description, "parameters": parameters},
     }
 
 
-_PATH = {"type": "string", "description": "the file's path, relative to the workspace"}
-_GLOB = {
-    "type": "string",
-    "description": "only paths matching this glob, e.g. `*.py` or `src/**/*.ts`",
-}
+# Every token here is read before every first answer and sits in every slot's cache, and each tool costs
+# ~40 tokens of the template's JSON before its first word: so four tools, whose arguments are named so
+# that they need no description of their own (system prompt and tools: 771 tokens with six described
+# tools, 457 now; `tests/test_prompt_budget.py` holds the budget). There is no tool for diagnostics:
+# a chat request carries none, and a Fix has its own in its prompt. Listing the files is a search with
+# no pattern; creating a file stays a tool of its own: asked for a new file, the 1.5B model called
+# create_file, but with only `edit` (an empty old_text) it wrote the call as text instead.
+_STRING = {"type": "string"}
+_INTEGER = {"type": "integer"}
 
 # One declaration per tool, in a fixed order, so the prompt's prefix stays the same from request to request.
 TOOL_SCHEMAS: list[dict[str, Any]] = [
     _tool(
         "read_file",
-        f"Read a file, or a range of its lines (1-based, inclusive). Shows at most {READ_MAX_LINES} lines "
-        "at a time.",
-        {
-            "path": _PATH,
-            "startLine": {"type": "integer", "description": "the first line to read (default 1)"},
-            "endLine": {"type": "integer", "description": "the last line to read (default: the end)"},
-        },
-        ["path"],
+        f"Read a file's lines, at most {READ_MAX_LINES} from startLine.",
+        {"path": _STRING, "startLine": _INTEGER, "endLine": _INTEGER},
+        ("path",),
     ),
-    _tool("list_files", "List the files in the workspace.", {"glob": _GLOB}, []),
     _tool(
         "search",
-        "Search the workspace's text files for a regular expression; shows `path:line: text` per match.",
-        {"pattern": {"type": "string", "description": "a Python regular expression"}, "glob": _GLOB},
-        ["pattern"],
-    ),
-    _tool(
-        "get_diagnostics",
-        "Show the errors and warnings the editor reports, for one file or the whole workspace.",
-        {"path": {**_PATH, "description": "only this file's diagnostics (default: every file)"}},
-        [],
+        "Find the lines matching a Python regex in the workspace's files; without a pattern, list the "
+        "files. A glob such as `*.py` limits the paths.",
+        {"pattern": _STRING, "glob": _STRING},
     ),
     _tool(
         "edit",
-        "Propose a change to a file: replace old_text, which must appear exactly once in the file, with "
-        "new_text.",
-        {
-            "path": _PATH,
-            "old_text": {"type": "string", "description": "the exact text to replace"},
-            "new_text": {"type": "string", "description": "the replacement text"},
-        },
-        ["path", "old_text", "new_text"],
+        "Propose a change: replace old_text, which must occur once in the file, with new_text.",
+        {"path": _STRING, "old_text": _STRING, "new_text": _STRING},
+        ("path", "old_text", "new_text"),
     ),
-    _tool(
-        "create_file",
-        "Propose a new file; the path must not exist yet.",
-        {"path": _PATH, "content": {"type": "string", "description": "the new file's text"}},
-        ["path", "content"],
-    ),
+    _tool("create_file", "Propose a new file.", {"path": _STRING, "content": _STRING}, ("path", "content")),
 ]
 TOOL_NAMES = [schema["function"]["name"] for schema in TOOL_SCHEMAS]
 EDIT_TOOL_NAMES = frozenset({"edit", "create_file"})  # the tools that propose edits rather than read
@@ -119,7 +102,7 @@ def check_arguments(name: str, arguments: object) -> dict[str, Any]:
     for key in given:
         if key not in properties:
             raise ToolError(f"{name} has no argument {key!r}; its arguments are: {expected}")
-    for key in function["parameters"]["required"]:
+    for key in function["parameters"].get("required", ()):
         if key not in given:
             raise ToolError(f"{name} needs the argument {key!r}; its arguments are: {expected}")
     for key, value in given.items():

@@ -37,7 +37,6 @@ LIST_MAX_FILES = 200
 SEARCH_MAX_MATCHES = 50
 SEARCH_TIME_BUDGET_S = 3.0  # a whole search, so a backtracking pattern cannot hold a turn up for long
 SEARCH_LINE_CHARS = 200
-DIAGNOSTICS_MAX = 100
 
 
 log = logging.getLogger("llama_lsp.tools")
@@ -74,9 +73,7 @@ class ToolRunner:
         self.proposals = Proposals(sandbox, documentation_only)
         self._handlers: dict[str, Callable[[dict[str, Any]], str]] = {
             "read_file": self._read_file,
-            "list_files": self._list_files,
             "search": self._search,
-            "get_diagnostics": self._get_diagnostics,
             "edit": self._edit,
             "create_file": self._create_file,
         }
@@ -152,8 +149,7 @@ class ToolRunner:
             )
         return result
 
-    def _list_files(self, args: dict[str, Any]) -> str:
-        glob = args.get("glob")
+    def _list_files(self, glob: str | None) -> str:
         names = [shown for shown, _ in self._files(glob)]
         if not names:
             return f"No files match {glob!r}." if glob else "The workspace has no files."
@@ -163,9 +159,9 @@ class ToolRunner:
         return result
 
     def _search(self, args: dict[str, Any]) -> str:
-        pattern: str = args["pattern"]
+        pattern: str = args.get("pattern", "")
         if not pattern:
-            raise ToolError("the pattern is empty")
+            return self._list_files(args.get("glob"))
         note = ""
         try:
             compiled = regex.compile(pattern)
@@ -204,24 +200,6 @@ class ToolRunner:
         if not matches:
             return f"{note}No matches for {pattern!r}."
         return note + "\n".join(matches)
-
-    def _get_diagnostics(self, args: dict[str, Any]) -> str:
-        path = self.sandbox.resolve(args["path"]) if "path" in args else None
-        found = sorted(self.sandbox.diagnostics(path), key=lambda d: (str(d.path), d.line, d.column))
-        if not found:
-            return (
-                f"No diagnostics for {self.sandbox.display(path)}." if path is not None else "No diagnostics."
-            )
-        lines = []
-        for d in found[:DIAGNOSTICS_MAX]:
-            message = " ".join(d.message.split())  # multi-line messages would break one-per-line
-            source = f" [{d.source}]" if d.source else ""
-            lines.append(
-                f"{self.sandbox.display(d.path)}:{d.line}:{d.column}: {d.severity}: {message}{source}"
-            )
-        if len(found) > DIAGNOSTICS_MAX:
-            lines.append(f"... {len(found) - DIAGNOSTICS_MAX} more; ask for one file's diagnostics")
-        return "\n".join(lines)
 
     def _edit(self, args: dict[str, Any]) -> str:
         path = self.sandbox.resolve(args["path"])

@@ -124,7 +124,6 @@ async def _run(turns: TurnService, request: protocol.CodeActionRequest, action: 
         # An action may continue a chat, so that a Fix after a question sees the answer's conclusion.
         conversation_id=request.conversation_id,
         version=request.version,
-        diagnostics=request.diagnostics,
         checked=action.checked,
         documentation_only=action.documentation_only,
     ) as turn:

@@ -33,7 +33,7 @@ from ..assistant.conversation import (
     TurnStats,
     run_turn,
 )
-from ..assistant.sandbox import Diagnostic, Sandbox
+from ..assistant.sandbox import Sandbox
 from ..assistant.tool_schemas import TOOL_NAMES, schemas_for
 from ..assistant.tools import ToolRunner
 from ..assistant.verify import Verification, Verifier
@@ -210,14 +210,13 @@ class TurnService:
         *,
         conversation_id: str | None = None,
         version: int | None = None,
-        diagnostics: tuple[dict[str, Any], ...] = (),
         checked: bool = True,
         documentation_only: bool = False,
     ) -> AsyncIterator[DocumentTurn]:
         """A turn on the open document `uri` (None: the workspace), in conversation `conversation_id`
-        (None: a new one). `version` is the one the request was made for; `diagnostics` are those the
-        client sent; `checked` says whether proposed edits go through verifyCommand, and
-        `documentation_only` that they keep only the documentation they add (Document).
+        (None: a new one). `version` is the one the request was made for; `checked` says whether proposed
+        edits go through verifyCommand, and `documentation_only` that they keep only the documentation
+        they add (Document).
 
         The server shows itself busy while the turn runs; the turn's figures are recorded when it ends
         without an error, before the status says ready again, so that the status carries them.
@@ -233,7 +232,7 @@ class TurnService:
                 raise documents.StaleDocument(f"{uri} changed since the action was offered; request it again")
         engine = await self._server.ready_engine()
         settings = self._server.settings
-        sandbox = self._sandbox(diagnostics, uri)
+        sandbox = self._sandbox(uri)
         verifier = None
         if checked and settings.verify_command is not None:
             verifier = Verifier(
@@ -280,7 +279,7 @@ class TurnService:
         path = documents.uri_to_path(uri)
         if document is None or path is None:
             return []
-        shown = self._sandbox((), uri).display(path)
+        shown = self._sandbox(uri).display(path)
         requests = []
         latest = self._latest_conversation.get(uri)
         if latest is not None and latest in self.conversations:
@@ -325,13 +324,8 @@ class TurnService:
             if self._running.get(key) is task:
                 del self._running[key]
 
-    def _sandbox(self, diagnostics: tuple[dict[str, Any], ...], uri: str | None) -> Sandbox:
+    def _sandbox(self, uri: str | None) -> Sandbox:
         """The tools' view of the workspace for a request about the document `uri`, if any."""
-        known = [d for d in (_diagnostic(raw, uri) for raw in diagnostics) if d is not None]
-
-        def diagnostics_for(path: Path | None) -> list[Diagnostic]:
-            return [d for d in known if path is None or d.path == path]
-
         lsp_documents = self._server.workspace
         roots = documents.workspace_roots(lsp_documents, uri)
         path = documents.uri_to_path(uri) if uri is not None else None
@@ -343,7 +337,6 @@ class TurnService:
         return Sandbox(
             roots,
             open_text=lambda p: documents.open_text(lsp_documents, p),
-            diagnostics=diagnostics_for,
             # The document asked about is editable in place even when it lies outside every folder.
             documents=[path] if path is not None else [],
         )
@@ -352,23 +345,6 @@ class TurnService:
 def new_conversation_slot(uri: str) -> str:
     """The cache slot that holds a new conversation's opening about the document `uri`."""
     return f"document:{uri}"
-
-
-def _diagnostic(raw: dict[str, Any], uri: str | None) -> Diagnostic | None:
-    """A diagnostic the client sent with a request about the document `uri`, for the tools."""
-    path = documents.uri_to_path(uri) if uri else None
-    start = raw.get("range", {}).get("start", {})
-    severity = {1: "error", 2: "warning", 3: "information", 4: "hint"}.get(raw.get("severity") or 1, "error")
-    if path is None:
-        return None
-    return Diagnostic(
-        path=path,
-        line=int(start.get("line", 0)) + 1,
-        column=int(start.get("character", 0)) + 1,
-        severity=severity,
-        message=str(raw.get("message", "")),
-        source=raw.get("source"),
-    )
 
 
 def edit_json(edit: types.WorkspaceEdit) -> dict[str, Any]:
