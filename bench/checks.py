@@ -47,8 +47,12 @@ def run(runs: int) -> None:
             started = time.perf_counter()
             ran = asyncio.run(run_on_copy(sandbox, plan.command, root, True, {}, timeout_s=60))
             checked.append(time.perf_counter() - started)
-            if ran_here.returncode != 0 or not ran.passed:
-                raise SystemExit(f"bench (K): the fixed task's tests failed:\n{ran.output}")
+            if ran_here.returncode != 0:
+                raise SystemExit(
+                    f"bench (K): the fixed task's tests failed in the folder:\n{ran_here.stdout.decode()}"
+                )
+            if not ran.passed:
+                raise SystemExit(f"bench (K): the fixed task's tests failed as a check:\n{ran.output}")
             isolation = ran.isolation
     extra = median(checked) - median(direct)
     show(f"\n(K) a check's cost on top of its tests ({TASK}, `{plan.command}`; medians of {runs} runs)")
