@@ -381,6 +381,23 @@ def test_a_warmed_answer_leaves_only_the_follow_up_to_evaluate(warm_engine, cold
     assert_same_as_cold(result, cold_engine, follow_up)
 
 
+def test_warming_what_a_slot_already_holds_keeps_the_question_read_after_it(warm_engine, cold_engine):
+    """A server restarted on its saved slots warms each open document again; the document's slot
+    still holds the question asked after it, and warming must not drop that question, so asking it
+    again evaluates only the answer's header (bench (R))."""
+    warm_engine.clear()
+    question = conversation("Which function changes the stock?")
+    asked = ask(warm_engine, question, slot="document:inventory")
+    warmed = warm(warm_engine, conversation(), slot="document:inventory")
+    assert warmed["stats"]["n_evaluated"] == 0
+    assert warmed["stats"]["n_reused"] == warmed["stats"]["n_prompt"] < asked["stats"]["n_prompt"]
+    held = next(s for s in warm_engine.info()["slots"] if s["key"] == "document:inventory")["n_tokens"]
+    assert held == asked["stats"]["n_prompt"]
+    again = ask(warm_engine, question, slot="document:inventory")
+    assert again["stats"]["n_evaluated"] == 3  # "<|im_start|>assistant\n": the answer needs its logits
+    assert_same_as_cold(again, cold_engine, question)
+
+
 def test_warming_stopped_halfway_keeps_its_chunks_and_answers_match_cold(warm_engine, cold_engine):
     warm_engine.clear()
     opening = conversation(document=OTHER_DOCUMENT)

@@ -134,8 +134,14 @@ slot & match(llama_lsp_engine & e, generation & g) {
     const size_t limit = g.p.warm ? g.n_prompt : g.n_prompt - 1;
     share_prefix(e, s, g.p.tokens, limit);
     g.n_common = common_prefix(s.tokens, g.p.tokens);
-    e.trim_slot(s, e.reusable(g.p.tokens, s.tokens, limit, g.exact));
-    g.n_reused = s.tokens.size();  // trimming may have had to clear the slot
+    const size_t keep = e.reusable(g.p.tokens, s.tokens, limit, g.exact);
+    // A warm request whose whole prompt the slot holds has nothing to read, and what the slot holds
+    // after it (the question asked after this document, restored from disk, say) was read as exactly
+    // as the prompt: it stays for the next request to reuse.
+    if (!(g.p.warm && keep == g.n_prompt)) {
+        e.trim_slot(s, keep);
+    }
+    g.n_reused = std::min(s.tokens.size(), g.n_prompt);  // trimming may have had to clear the slot
     g.t_match_ms = ms_since(g.t_start);
     return s;
 }
@@ -320,7 +326,7 @@ json answer(generation & g, const json & request, const slot & s, piece_streamer
 void commit(llama_lsp_engine & e, const generation & g, slot & s, cache_guard & guard) {
     const std::string & finish = g.finish_reason;
     if (finish == "stop" || finish == "length" || finish == "tool_calls") {
-        if (g.exact) {
+        if (g.exact && !g.p.warm) {
             e.trim_slot(s, g.n_prompt);  // KV written one token at a time differs from a prompt evaluation
         }
         guard.commit();
