@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from lsp_server.assistant.check_sandbox import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS
 from lsp_server.assistant.sandbox import Sandbox
 from lsp_server.assistant.tools import ToolRunner
-from lsp_server.assistant.verify import Verification, Verifier
+from lsp_server.assistant.verify import Verification, Verifier, without_durations
 from lsp_server.lsp import settings
 
 MODULE = "def add(a, b):\n    return a - b\n"
@@ -63,6 +64,21 @@ async def test_a_failed_check_withdraws_the_edit_and_tells_the_model_why(project
     assert await check.check_latest(runner) is None
     assert runner.proposals.text_after_edits(project / "calc.py") == MODULE.replace("a - b", "a + b")
     assert check.verification.attempts == 2 and check.verification.passed is True
+
+
+async def test_the_model_reads_a_failed_test_run_without_how_long_it_took(project: Path):
+    """A test run's duration changes from run to run; left in what the model reads, the same request
+    could give other tokens."""
+    pytest_run = (
+        f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {sys.executable} -m pytest -q -p no:cacheprovider test_calc.py"
+    )
+    check = verifier(project, pytest_run)
+    problem = await check.check_latest(proposed(project, MODULE.replace("a - b", "a * b")))
+    assert problem is not None and "1 failed\n" in problem, problem
+    assert re.search(r"1 failed in \d", check.verification.output or "")  # the user's copy keeps it
+    report = "1 failed, 1 passed, 2 warnings in 0.05s\n== 3 passed in 61.20s (0:01:01) ==\n"
+    report += "Ran 3 tests in 0.001s"
+    assert without_durations(report) == "1 failed, 1 passed, 2 warnings\n== 3 passed ==\nRan 3 tests"
 
 
 async def test_when_no_candidate_passes_the_first_comes_back_marked_failed(project: Path):

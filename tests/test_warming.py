@@ -18,6 +18,7 @@ from lsprotocol import types
 from lsp_server.lsp import protocol
 
 from .lsp_client import AssistantClient, open_document
+from .test_code_actions import DISCOUNT_LINES, list_actions
 from .test_completion import at_end, change_text, complete
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -61,6 +62,21 @@ async def test_an_open_document_is_warmed_and_the_first_question_evaluates_only_
     follow_up = {"message": "Does it check the amount?", "conversationId": conversation}
     second = await chat(client, {"textDocument": {"uri": uri}, **follow_up})
     assert second["stats"]["nEvaluated"] < 40, second["stats"]
+
+
+async def test_a_code_action_on_a_warm_document_evaluates_only_its_own_request(
+    client: AssistantClient, workspace: Path
+):
+    """What `make eval --warm-first` measures: an action asked for on a file that has been open a while
+    reads only its own request, not the system prompt, the tools or the file."""
+    uri = open_document(client, workspace / "inventory.py")
+    await wait_until_warm(client, uri)
+    action = next(a for a in await list_actions(client, uri, DISCOUNT_LINES) if a.data["kind"] == "explain")
+    resolved = await client.code_action_resolve_async(action)
+    assert resolved.command is not None and resolved.command.arguments[0]["content"].strip()
+    last = (await client.request(protocol.STATS, {}))["lastStats"]
+    assert last["nEvaluated"] < 120, last  # the instruction and the quoted lines (~80 tokens)
+    assert last["nReused"] == last["nPrompt"] - last["nEvaluated"] > 800
 
 
 async def test_closing_a_document_stops_its_warming(client: AssistantClient, workspace: Path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import shlex
 import tempfile
 import time
@@ -129,6 +130,12 @@ class Verification:
 
 
 AUTO = "auto"
+# How long a test run took, as pytest ("2 failed, 3 passed in 0.05s", "in 61.20s (0:01:01)") and unittest
+# ("Ran 3 tests in 0.001s") end their reports.
+_DURATION = re.compile(
+    r"(\b(?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|"
+    r"no tests ran|tests?)) in \d+(?:\.\d+)?s(?: \(\d+:\d\d:\d\d\))?"
+)
 # The other test files run only with at least this much of verifyTimeout left after the related ones.
 REST_MIN_S = 2.0
 # Write tests: runs that set wrong expected values to the code's results, before the failing tests go.
@@ -231,14 +238,15 @@ class Verifier:
         if self.verification.first_failure is None:
             self.verification.first_failure = (state, result)
         runner.proposals.withdraw_latest()
+        output = without_durations(result.output)
         if self._keeps_passing_tests:  # the code is as it should be: what the tests expect is wrong
             return (
                 f"Every test in that file failed (or none ran) on the code as it is, with `{result.command}`:"
-                f"\n```\n{result.output}\n```\nThe code is correct. Write the test file again, with the "
+                f"\n```\n{output}\n```\nThe code is correct. Write the test file again, with the "
                 "results the code really gives."
             )
         return (
-            f"That change was checked with `{result.command}`, which failed:\n```\n{result.output}\n```\n"
+            f"That change was checked with `{result.command}`, which failed:\n```\n{output}\n```\n"
             "Find what is wrong and write it again."
         )
 
@@ -423,3 +431,10 @@ async def run_on_copy(
             command, copy, Path(scratch), timeout_s, venvs_of=venvs_of, tail_chars=tail_chars
         )
     return CopyRun(ran.passed, left_out_note(left_out) + ran.output, ran.isolation, copy, ran.timed_out)
+
+
+def without_durations(output: str) -> str:
+    """A check's output as the model reads it: without how long the tests took, which changes from run
+    to run, so that the same request still gives the same tokens (a model reads a failed check when it
+    writes a test file again, or when an edit tool's call was checked)."""
+    return _DURATION.sub(r"\1", output)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,11 @@ class HeadlessClient(LanguageClient):
             pass
         return status
 
+    async def wait_until_warm(self, uri: str) -> None:
+        """Until a status lists the document `uri` as read into the cache (warming must be on)."""
+        while uri not in (await self.status.get()).get("warm", []):
+            pass
+
     async def request(self, method: str, params: Any) -> Any:
         """One of our custom requests; the result comes back as plain JSON."""
         return protocol.to_plain(await self.protocol.send_request_async(method, params))
@@ -118,13 +124,16 @@ async def run_code_action(
     problem: str = "",
     timeout_s: float = 1800.0,
     server_log: bool = False,
-) -> tuple[dict[str, Any] | str, dict[str, Any]]:
+    warm_first: bool = False,
+) -> tuple[dict[str, Any] | str, dict[str, Any], float]:
     """Starts a server for the folder `root`, opens `path`, resolves its code action of `kind` on `lines`
     (0-based, inclusive; `problem`, if any, as a diagnostic there) as an editor would, and ends the
     session. Returns the resolved action as JSON, or the server's error message when resolving failed,
-    and the server's `assistant/stats` either way. `make eval` and the bench's rewrite measurement run
-    their code actions through it. `server_log`: the server's log (info: each refused block, each
-    check) goes to stderr."""
+    the server's `assistant/stats` either way, and the seconds the action took from its request to its
+    result. `make eval` and the bench's rewrite measurement run their code actions through it.
+    `server_log`: the server's log (info: each refused block, each check) goes to stderr. `warm_first`:
+    the action is asked for once the server has read the file into its cache, as in an editor where
+    the file has been open for a while; otherwise at once, cold."""
     client = HeadlessClient(verbose=server_log)
     await client.start("--log-level", "info" if server_log else "warning")
     try:
@@ -133,6 +142,8 @@ async def run_code_action(
         client.text_document_did_open(
             types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, path.read_text("utf-8")))
         )
+        if warm_first:
+            await asyncio.wait_for(client.wait_until_warm(uri), timeout_s)
         selection = types.Range(types.Position(lines[0], 0), types.Position(lines[1] + 1, 0))
         diagnostics = [types.Diagnostic(range=selection, message=problem, source="pytest")] if problem else []
         actions = await client.text_document_code_action_async(
@@ -145,13 +156,15 @@ async def run_code_action(
         chosen = next(
             a for a in actions or [] if isinstance(a, types.CodeAction) and (a.data or {}).get("kind") == kind
         )
+        started = time.monotonic()
         try:
             resolved: dict[str, Any] | str = dict(
                 lsp_json.to_json(await asyncio.wait_for(client.code_action_resolve_async(chosen), timeout_s))
             )
         except JsonRpcException as exc:
             resolved = str(exc.message or type(exc).__name__)
-        return resolved, await client.request(protocol.STATS, None)
+        resolve_s = time.monotonic() - started
+        return resolved, await client.request(protocol.STATS, None), resolve_s
     finally:
         await client.close()
 
