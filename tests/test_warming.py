@@ -76,7 +76,8 @@ async def test_a_code_action_on_a_warm_document_evaluates_only_its_own_request(
     assert resolved.command is not None and resolved.command.arguments[0]["content"].strip()
     last = (await client.request(protocol.STATS, {}))["lastStats"]
     assert last["nEvaluated"] < 120, last  # the instruction and the quoted lines (~80 tokens)
-    assert last["nReused"] == last["nPrompt"] - last["nEvaluated"] > 800
+    # The system prompt, the tools and the file (~650 of ~730 tokens) came from the cache.
+    assert last["nReused"] == last["nPrompt"] - last["nEvaluated"] > 0.85 * last["nPrompt"]
 
 
 async def test_closing_a_document_stops_its_warming(client: AssistantClient, workspace: Path):
