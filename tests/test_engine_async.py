@@ -31,6 +31,28 @@ async def test_pieces_arrive_on_the_event_loop_in_order(tiny_model):
         engine.close()
 
 
+async def test_keep_going_ends_an_answer_where_it_says_and_keeps_its_text(tiny_model):
+    engine = Engine(config(tiny_model))
+    try:
+        await engine.ready()
+        seen: list[str] = []
+
+        def keep_going(text: str) -> bool:
+            seen.append(text)
+            return len(text) < 12
+
+        pieces: list[str] = []
+        result = await engine.generate(
+            ChatRequest(prompt="def main():", max_tokens=200), pieces.append, keep_going
+        )
+        await asyncio.sleep(0)
+        assert result.finish_reason == "stop"  # ended where keep_going said, not cancelled
+        assert result.content == seen[-1] == "".join(pieces) and len(result.content) >= 12
+        assert len(seen) == result.stats.n_generated < 200
+    finally:
+        engine.close()
+
+
 async def test_requests_run_one_at_a_time_in_order(tiny_model):
     engine = Engine(config(tiny_model))
     try:

@@ -148,6 +148,19 @@ async def test_a_server_started_with_only_a_file_answers_when_the_setting_names_
                 )
             )
             assert continued.content.startswith(start + "def "), continued.content
+            # keep_going ends the answer where it says, as the local engine's does.
+            seen: list[str] = []
+
+            def keep_going(text: str) -> bool:
+                seen.append(text)
+                return len(text) < 12
+
+            stopped = await engine.generate(
+                ChatRequest(messages=asked, max_tokens=200), keep_going=keep_going
+            )
+            assert stopped.finish_reason == "stop"
+            assert stopped.content == seen[-1] and len(stopped.content) >= 12
+            assert stopped.stats.n_generated < 200
         finally:
             await engine.aclose()
     finally:

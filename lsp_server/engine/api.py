@@ -267,10 +267,14 @@ class ChatEngine(Protocol):
         """Waits until the engine can answer; returns its info, or raises EngineError."""
 
     async def generate(
-        self, request: ChatRequest, on_piece: Callable[[str], None] | None = None
+        self,
+        request: ChatRequest,
+        on_piece: Callable[[str], None] | None = None,
+        keep_going: Callable[[str], bool] | None = None,
     ) -> ChatResult:
         """Answers the request, streaming the answer's text to on_piece. Cancelling the awaiting task
-        stops the answer."""
+        stops the answer. `keep_going` sees the answer's text so far after each piece and may end it
+        early by returning False (finish_reason "stop", the text kept, as far as it went)."""
 
     async def complete(
         self, request: InfillRequest, keep_going: Callable[[str], bool] | None = None

@@ -124,6 +124,35 @@ class Job:
         return await asyncio.wrap_future(self.future)
 
 
+def _generate(
+    engine: native.NativeEngine,
+    job: Job,
+    payload: dict[str, Any],
+    send: Callable[[str], bool],
+    keep_going: Callable[[str], bool] | None,
+) -> ChatResult:
+    """Runs one request on the worker: each piece is sent on, and the answer ends early where `send`
+    fails, the job is cancelled, or `keep_going` says so (then it finished: "stop", the text kept)."""
+    text = ""
+    ended_early = False
+
+    def piece(more: str) -> bool:
+        nonlocal text, ended_early
+        if not send(more):
+            return False
+        if keep_going is not None:
+            text += more
+            if not keep_going(text):
+                ended_early = True
+                return False
+        return not job.cancelled
+
+    result = ChatResult.from_native(engine.generate(payload, piece))
+    if ended_early and result.finish_reason == "cancelled":
+        result.finish_reason = "stop"
+    return result
+
+
 def _engine_error(error: NativeError) -> EngineError:
     return EngineError(str(error), error.kind)
 
@@ -191,8 +220,10 @@ class Engine:
         on_piece: Callable[[str], None] | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
         priority: Priority = Priority.REQUEST,
+        keep_going: Callable[[str], bool] | None = None,
     ) -> Job:
-        """Queues a chat request. Pieces go to on_piece, on `loop` when given (else on the worker).
+        """Queues a chat request. Pieces go to on_piece, on `loop` when given (else on the worker);
+        `keep_going` (on the worker) sees the answer so far after each piece and may end it early.
 
         A background request (warming) runs only when no more urgent job waits, and never evicts a
         conversation's slot; a more urgent job preempts it, and it resumes from the chunks it had read.
@@ -200,19 +231,20 @@ class Engine:
         background = priority >= Priority.WARM_FOLLOW_UP
         payload = replace(request, background=background).to_native()
 
-        def run(engine: native.NativeEngine, job: Job) -> ChatResult:
-            def piece(text: str) -> bool:
-                if on_piece is not None:
-                    if loop is not None:
-                        try:
-                            loop.call_soon_threadsafe(on_piece, text)
-                        except RuntimeError:  # the loop is closed: nobody is listening any more
-                            return False
-                    else:
-                        on_piece(text)
-                return not job.cancelled
+        def send(text: str) -> bool:
+            if on_piece is None:
+                return True
+            if loop is None:
+                on_piece(text)
+                return True
+            try:
+                loop.call_soon_threadsafe(on_piece, text)
+            except RuntimeError:  # the loop is closed: nobody is listening any more
+                return False
+            return True
 
-            return ChatResult.from_native(engine.generate(payload, piece))
+        def run(engine: native.NativeEngine, job: Job) -> ChatResult:
+            return _generate(engine, job, payload, send, keep_going)
 
         return self._enqueue(run, priority, urgent=not background, slot=request.slot)
 
@@ -223,9 +255,12 @@ class Engine:
         return self.submit(replace(request, warm=True), priority=priority)
 
     async def generate(
-        self, request: ChatRequest, on_piece: Callable[[str], None] | None = None
+        self,
+        request: ChatRequest,
+        on_piece: Callable[[str], None] | None = None,
+        keep_going: Callable[[str], bool] | None = None,
     ) -> ChatResult:
-        job = self.submit(request, on_piece, asyncio.get_running_loop())
+        job = self.submit(request, on_piece, asyncio.get_running_loop(), keep_going=keep_going)
         try:
             result: ChatResult = await job.wait()
             return result
@@ -239,20 +274,9 @@ class Engine:
         """Fills in the middle at the cursor, in the completion slot (see the module's docstring for
         how it yields to chat). `keep_going` runs on the engine's thread after each piece."""
         payload = request.to_native()
-        ended_early = False
 
         def run(engine: native.NativeEngine, job: Job) -> ChatResult:
-            text = ""
-
-            def piece(more: str) -> bool:
-                nonlocal text, ended_early
-                text += more
-                if keep_going is not None and not keep_going(text):
-                    ended_early = True
-                    return False
-                return not job.cancelled
-
-            return ChatResult.from_native(engine.generate(payload, piece))
+            return _generate(engine, job, payload, lambda _text: True, keep_going)
 
         job = self._enqueue(run, Priority.COMPLETION, urgent=True, slot=COMPLETION_SLOT)
         try:
@@ -260,8 +284,6 @@ class Engine:
         except asyncio.CancelledError:
             job.cancel()
             raise
-        if ended_early and result.finish_reason == "cancelled":
-            result.finish_reason = "stop"  # ended where keep_going said: the text is whole
         return result
 
     def warm_completion(self, request: InfillRequest) -> Job:

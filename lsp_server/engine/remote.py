@@ -186,7 +186,10 @@ class RemoteEngine:
         await self._client.close()
 
     async def generate(
-        self, request: ChatRequest, on_piece: Callable[[str], None] | None = None
+        self,
+        request: ChatRequest,
+        on_piece: Callable[[str], None] | None = None,
+        keep_going: Callable[[str], bool] | None = None,
     ) -> ChatResult:
         if request.prompt is not None or request.warm:
             raise EngineError("raw prompts and warming need the local engine", "invalid_request")
@@ -194,7 +197,7 @@ class RemoteEngine:
         try:
             if self._model is None:  # the setting names none, and the server's model is not known yet
                 await self.ready()
-            result = await self._stream(request, on_piece or (lambda _text: None))
+            result = await self._stream(request, on_piece or (lambda _text: None), keep_going)
         finally:
             self._running -= 1
         if request.continue_answer:
@@ -206,8 +209,13 @@ class RemoteEngine:
                 result.content = start + result.content
         return result
 
-    async def _stream(self, request: ChatRequest, on_piece: Callable[[str], None]) -> ChatResult:
-        answer = _Answer(request, on_piece)
+    async def _stream(
+        self,
+        request: ChatRequest,
+        on_piece: Callable[[str], None],
+        keep_going: Callable[[str], bool] | None = None,
+    ) -> ChatResult:
+        answer = _Answer(request, on_piece, keep_going)
         started = time.monotonic()
         deadline = self.config.deadline_s(request.max_tokens)
         try:
@@ -238,7 +246,7 @@ class RemoteEngine:
                     if data.startswith(b"[DONE]"):
                         break
                     answer.add(_chunk(data), time.monotonic() - started)
-                    if answer.cut:
+                    if answer.cut or answer.ended_early:
                         break  # leaving closes the stream: that is how the server learns of it
         except openai.APIError as exc:
             raise self._fault(exc) from None
@@ -368,8 +376,14 @@ class _Answer:
     proportion to its own length (nothing before it is read again), and the answer is cut once it has
     more tokens than asked for."""
 
-    def __init__(self, request: ChatRequest, on_piece: Callable[[str], None]):
+    def __init__(
+        self,
+        request: ChatRequest,
+        on_piece: Callable[[str], None],
+        keep_going: Callable[[str], bool] | None = None,
+    ):
         self._on_piece = on_piece
+        self._keep_going = keep_going
         may_call = bool(request.tools) and request.tool_choice != "none"
         self._tool_names: list[str] = []
         if may_call:
@@ -388,6 +402,7 @@ class _Answer:
         self._calls: dict[int, dict[str, str]] = {}
         self.finished = False
         self.cut = False  # past max_tokens: the rest is not read
+        self.ended_early = False  # keep_going said so: the rest is not read
         self._finish_reason = "stop"
         self._first_token_s: float | None = None
         self._usage: dict[str, Any] = {}
@@ -439,6 +454,9 @@ class _Answer:
         self._n_chars += len(content)
         # Not what may be the start of a tool call written as JSON (the local engine's own rule).
         self._send(self._call_start.add(content) if self._call_start else self._n_content)
+        if self._keep_going is not None and not self._keep_going("".join(self._content)):
+            self.finished = self.ended_early = True
+            self._finish_reason = "stop"
 
     def _send(self, upto: int) -> None:
         if upto > self._n_sent:

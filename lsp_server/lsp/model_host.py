@@ -218,9 +218,12 @@ class HostedEngine:
         return await self._engine.ready()
 
     async def generate(
-        self, request: ChatRequest, on_piece: Callable[[str], None] | None = None
+        self,
+        request: ChatRequest,
+        on_piece: Callable[[str], None] | None = None,
+        keep_going: Callable[[str], bool] | None = None,
     ) -> ChatResult:
-        return await self._on_the_newest(lambda engine: engine.generate(request, on_piece))
+        return await self._on_the_newest(lambda engine: engine.generate(request, on_piece, keep_going))
 
     async def complete(
         self, request: InfillRequest, keep_going: Callable[[str], bool] | None = None
