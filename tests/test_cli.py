@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,33 @@ def test_a_missing_model_is_an_error_that_names_the_fix():
     result = llama_lsp("ask", "examples/inventory.py", "hi", "--model", "/nonexistent/model.gguf")
     assert result.returncode == 1
     assert "llama-lsp model install" in result.stderr  # shown by the server, relayed by the client
+
+
+def test_a_native_library_that_cannot_be_opened_is_an_error_that_names_the_fix(test_model_path, tmp_path):
+    # It used to leave `ask` waiting forever: the load failed with an error the server did not expect.
+    broken = tmp_path / "libllama_lsp_native.so"
+    broken.write_text("not a library")
+    (tmp_path / "llama_lsp.h").write_text(native._find_library()[1].read_text())  # the real declarations
+    for library in (tmp_path / "missing" / "libllama_lsp_native.so", broken):
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "lsp_server",
+                "ask",
+                "examples/inventory.py",
+                "hi",
+                "--model",
+                str(test_model_path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+            env={**os.environ, "LLAMA_LSP_NATIVE_LIB": str(library)},
+        )
+        assert result.returncode == 1, result.stderr
+        assert "could not open the native library" in result.stderr and "make setup" in result.stderr
 
 
 def test_ask_goes_through_the_server_and_reports_stats(test_model_path, tmp_path):

@@ -388,7 +388,12 @@ class Engine:
         try:
             engine = self._open()
         except BaseException as exc:
-            failure = _engine_error(exc) if isinstance(exc, NativeError) else exc
+            failure: BaseException = exc
+            if isinstance(exc, NativeError):
+                failure = _engine_error(exc)
+            elif isinstance(exc, Exception):  # a load that failed unforeseen still fails as a load
+                log.exception("the model could not be loaded")
+                failure = EngineError(f"{type(exc).__name__}: {exc}", "model_load")
             self._loaded.set_exception(failure)
             self._fail_queued(failure)
             return

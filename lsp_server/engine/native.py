@@ -125,10 +125,17 @@ def _load() -> Any:
     with _loading:
         if _lib is None:
             library, header = _find_library()
-            if not _declared:
-                _ffi.cdef(_declarations(header))
-                _declared = True
-            lib = _ffi.dlopen(str(library))
+            try:
+                if not _declared:
+                    _ffi.cdef(_declarations(header))
+                    _declared = True
+                lib = _ffi.dlopen(str(library))
+            except OSError as exc:  # missing, unreadable, or not a library for this machine
+                raise NativeError(
+                    f"could not open the native library: {exc}; rebuild it with `make setup` (or "
+                    "`pip install .`), or unset LLAMA_LSP_NATIVE_LIB if it is set",
+                    "not_built",
+                ) from None
             _check_abi(lib, library)
             lib.llama_lsp_set_log_callback(_log_callback, _ffi.NULL)
             _lib = lib

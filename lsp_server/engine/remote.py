@@ -373,8 +373,8 @@ class RemoteEngine:
 class _Answer:
     """One streamed answer as it arrives: its text (sent on as far as it cannot be a tool call yet),
     the tool calls assembled from their deltas, and the server's figures. Each delta costs time in
-    proportion to its own length (nothing before it is read again), and the answer is cut once it has
-    more tokens than asked for."""
+    proportion to its own length (nothing before it is read again, but by `keep_going` where the caller
+    gives one), and the answer is cut once it has more tokens than asked for."""
 
     def __init__(
         self,
