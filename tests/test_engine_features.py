@@ -184,15 +184,18 @@ def test_an_answer_continued_from_its_start_is_the_answer(warm_engine):
     whole = warm_engine.generate({"messages": messages, "max_tokens": 48})
     fence = whole["content"].index("```python\n") + len("```python\n")
     start = whole["content"][:fence]
+    pieces: list[str] = []
     continued = warm_engine.generate(
         {
             "messages": [*messages, {"role": "assistant", "content": start}],
             "continue_answer": True,
             "max_tokens": 40,
-        }
+        },
+        pieces.append,
     )
     # The result is the whole answer, its start included; its code is what the greedy answer wrote (the
     # words after it may differ at a near-tie: the start was read in a batch, not one token at a time).
     assert continued["content"].startswith(start + "def ")
     assert code_block(continued["content"]) == code_block(whole["content"]) != ""
     assert continued["stats"]["n_reused"] > 0  # the question was in the cache
+    assert "".join(pieces) == continued["content"][len(start) :]  # streamed: what follows the start, whole

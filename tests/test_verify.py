@@ -156,7 +156,7 @@ def test_the_verify_settings_find_the_tests_by_default_and_are_checked():
         settings.Settings(), {"verifyCommand": " pytest -q ", "verifyTimeout": 5, "maxVerifyAttempts": 0}
     )
     assert config.verify_command == "pytest -q" and config.verify_timeout == 5.0
-    assert config.max_verify_attempts == 3 and "maxVerifyAttempts" in warnings[0]
+    assert config.max_verify_attempts == 2 and "maxVerifyAttempts" in warnings[0]  # the default kept
     assert settings.merge(config, {"verifyCommand": ""})[0].verify_command is None
 
 

@@ -120,7 +120,7 @@ export const SERVER_DEFAULTS: Required<ServerSettings> = {
   testDiagnostics: false,
   verifySandbox: 'auto',
   verifyTimeout: 60,
-  maxVerifyAttempts: 3,
+  maxVerifyAttempts: 2,
   speculative: true,
   warm: true,
   completion: true,

@@ -43,7 +43,7 @@ local M = {}
 ---@field verifyTimeout? number        Seconds one run of `verifyCommand` may take before it is stopped and
 ---                                    counted as failed. Default: 60.
 ---@field maxVerifyAttempts? integer   How many proposed edits `verifyCommand` checks per request before the
----                                    first failed one is returned, marked as failed. Default: 3.
+---                                    first failed one is returned, marked as failed. Default: 2.
 ---@field speculative? boolean         Speculative decoding: while the model writes, the code it was shown
 ---                                    serves as a draft of what comes next, and the model checks a whole
 ---                                    draft at once instead of writing one token at a time. A Fix or Document
