@@ -93,7 +93,7 @@ async def test_when_no_candidate_passes_the_first_comes_back_marked_failed(proje
     result = check.verification.to_json()
     assert result["passed"] is False and result["attempts"] == 2
     assert "[exit status 3]" in result["output"]
-    assert result["summary"] == "not verified: `exit 3` failed on all 2 attempts"
+    assert result["summary"] == "not verified: `exit 3` failed on both edits it checked"
 
 
 async def test_the_command_runs_on_a_copy_never_in_the_workspace(project: Path):
@@ -246,4 +246,4 @@ def test_a_failed_check_says_how_many_edits_it_checked():
     one = Verification(PYTEST, attempts=1, passed=False)
     assert one.summary() == f"not verified: `{PYTEST}` failed on the one edit it checked"
     three = Verification(PYTEST, attempts=3, passed=False)
-    assert three.summary() == f"not verified: `{PYTEST}` failed on all 3 attempts"
+    assert three.summary() == f"not verified: `{PYTEST}` failed on all 3 edits it checked"

@@ -125,7 +125,8 @@ class Verification:
         if self.attempts == 1:  # the other candidates, if any, repeated that edit
             said = f"not verified: `{self.command}` failed on the one edit it checked"
         else:
-            said = f"not verified: `{self.command}` failed on all {self.attempts} attempts"
+            each = "both" if self.attempts == 2 else f"all {self.attempts}"
+            said = f"not verified: `{self.command}` failed on {each} edits it checked"
         return f"{said}; {self.rest}" if self.rest else said
 
 
