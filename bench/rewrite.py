@@ -12,8 +12,9 @@ from row to row:
 
 so every row reads the same prompts by construction: our server builds them, with its tools. One
 thread each, greedy, `-fa off` for llama-server (its faster CPU setting). Decode speed is the action's
-generated tokens over its decode time (llama-server's own `predicted_ms`); a code action's time is the
-whole resolve, prompt reading included.
+generated tokens over its decode time (llama-server's own `predicted_ms`); a code action's time is its
+resolve, from the request to the result, prompt reading included (not the server's start or the model's
+load).
 """
 
 from __future__ import annotations
@@ -91,8 +92,7 @@ def run_task(name: str, model: Path, options: dict[str, Any], workdir: Path, kin
         "verifyCommand": "",
         **options,
     }
-    started = time.perf_counter()
-    resolved, stats, _ = asyncio.run(
+    resolved, stats, seconds = asyncio.run(
         run_code_action(
             project,
             project / task.file,
@@ -102,7 +102,6 @@ def run_task(name: str, model: Path, options: dict[str, Any], workdir: Path, kin
             problem=task.problem if kind == "fix" else "",
         )
     )
-    seconds = time.perf_counter() - started
     if isinstance(resolved, str):  # no edit came back: the answers were still written, and timed
         show(f"  ({name}: {resolved[:160]})")
     totals = stats["totals"]
