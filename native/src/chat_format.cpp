@@ -132,6 +132,7 @@ prepared_prompt prepare(llama_lsp_engine & e, const json & request) {
             }
             inputs.continue_final_message = COMMON_CHAT_CONTINUATION_AUTO;
             inputs.add_generation_prompt = false;
+            p.continued = inputs.messages.back().content;
         }
         inputs.use_jinja = true;
         inputs.enable_thinking = false;

@@ -228,6 +228,7 @@ struct prepared_prompt {
     common_chat_params chat;
     common_chat_parser_params parse_params;  // loaded once per request, in prepare()
     std::string forced_prefix;  // text forced at the start of the answer (the tool-call opener)
+    std::string continued;      // the answer's start the request gave (continue_answer): parsed, never streamed
     bool warm = false;          // rendered without the generation prompt: evaluated, not answered
     bool is_infill = false;     // a fill-in-the-middle prompt, for the completion slot
 };

@@ -309,13 +309,8 @@ json answer(generation & g, const json & request, const slot & s, piece_streamer
     if (g.finish_reason == "stop" || g.finish_reason == "length") {
         // A continued answer's content begins with the start it was given, which was never streamed.
         std::string written = result["content"].get<std::string>();
-        const auto messages = request.find("messages");
-        if (get_or<bool>(request, "continue_answer", false) && messages != request.end() &&
-            messages->is_array() && !messages->empty()) {
-            const json start = messages->back().is_object() ? messages->back().value("content", json()) : json();
-            if (start.is_string() && written.rfind(start.get<std::string>(), 0) == 0) {
-                written.erase(0, start.get<std::string>().size());
-            }
+        if (!g.p.continued.empty() && written.rfind(g.p.continued, 0) == 0) {
+            written.erase(0, g.p.continued.size());
         }
         streamer.update(g.raw, &written);
     }
