@@ -1,6 +1,7 @@
 """The box a check runs in (lsp_server.assistant.check_sandbox), driven through the Verifier with real
 processes and no model: a hostile check cannot change a file outside its copy, see the server's
-environment, reach the network or leave a process behind; special files are left out of the copy;
+environment, reach the network or another program's socket, allocate or write past its limits, or leave
+a process behind (also without the sandbox); special files are left out of the copy;
 without a sandbox, the check is refused unless `verifySandbox` is "none".
 """
 
@@ -38,7 +39,8 @@ FIXED = MODULE.replace("a - b", "a + b")
 
 @pytest.fixture
 def outside() -> Iterator[Path]:
-    """A folder outside the workspace and outside /tmp: the sandbox shows it (read-only), unlike /tmp."""
+    """A folder outside the workspace and outside /tmp and the home directories (the sandbox has none of
+    them)."""
     (ROOT / "build").mkdir(exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="check-sandbox-", dir=ROOT / "build"))
     (folder / "target.txt").write_text("outside\n")
@@ -331,3 +333,150 @@ async def test_the_workspaces_virtual_environment_runs_in_the_sandbox(tmp_path: 
     ]
     assert prefixes[1] == str(project / name) and prefixes[0].endswith(f"/copy/project/{name}")
     assert not (project / name / "new").exists()
+
+
+CONNECT = """\
+import socket, sys
+for path in sys.argv[1:]:
+    try:
+        socket.socket(socket.AF_UNIX).connect(path)
+        print("reached", path)
+    except OSError as exc:
+        print("not reached", path, exc.strerror)
+"""
+
+
+class UnixListeners:
+    """Listening UNIX sockets at `paths`, each able to tell whether anything connected to it."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self.paths = paths
+        self.sockets = []
+        for path in paths:
+            listener = socket.socket(socket.AF_UNIX)
+            listener.bind(str(path))
+            listener.listen()
+            listener.setblocking(False)
+            self.sockets.append(listener)
+
+    def reached(self) -> list[Path]:
+        found = []
+        for path, listener in zip(self.paths, self.sockets, strict=True):
+            try:
+                listener.accept()[0].close()
+                found.append(path)
+            except BlockingIOError:
+                pass
+        return found
+
+    def close(self) -> None:
+        for listener, path in zip(self.sockets, self.paths, strict=True):
+            listener.close()
+            path.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def system_sockets() -> Iterator[UnixListeners]:
+    """Sockets where services put theirs, outside the places the sandbox used to hide (home, /tmp,
+    /run): /srv, /opt, /var, and a folder of its own under /."""
+    if os.geteuid() != 0:
+        pytest.skip("making sockets in /srv, /opt, /var and / needs root (CI runs as root)")
+    name = f"llama-lsp-{os.getpid()}.sock"
+    own = Path(f"/llama-lsp-sockets-{os.getpid()}")
+    own.mkdir()
+    places = [Path("/srv"), Path("/opt"), Path("/var"), own]
+    for place in places:
+        place.mkdir(exist_ok=True)
+    listeners = UnixListeners([place / name for place in places])
+    yield listeners
+    listeners.close()
+    own.rmdir()
+
+
+async def test_a_check_reaches_no_socket_outside_its_copy(system_sockets: UnixListeners, tmp_path: Path):
+    """With `verifySandbox` at its default: the sockets are not in the check's filesystem at all, and
+    one in a tree it does get (the workspace's virtual environment) is covered."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "calc.py").write_text(MODULE)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(project / ".venv")], check=True)
+    in_venv = UnixListeners([project / ".venv" / "agent.sock"])
+    try:
+        targets = [*system_sockets.paths, project / ".venv" / "agent.sock", Path(".venv/agent.sock")]
+        script = tmp_path / "connect.py"
+        script.write_text(CONNECT)
+        command = f"{sys.executable} -c '{CONNECT}' {' '.join(map(str, targets))}"
+        check = Verifier(command, 30, 3, Sandbox([project]))
+        assert check.check_sandbox.mode == "auto"
+        assert await check.check_latest(proposed(project)) is None, check.verification.output
+        output = check.verification.output
+        assert check.verification.sandbox == "bwrap"
+        for target in targets:
+            assert f"not reached {target}" in output, output
+        assert "reached /" not in output.replace("not reached /", "")
+        assert system_sockets.reached() == [] and in_venv.reached() == []
+    finally:
+        in_venv.close()
+
+
+SPAWNS = (
+    "setsid sleep 1000.41 > /dev/null 2>&1 &",  # a new session: out of the process group
+    "(setsid sh -c 'sleep 1000.42 & exit' > /dev/null 2>&1 &)",  # a double fork into a new session
+)
+
+
+@pytest.mark.parametrize("mode", ["auto", "none"])
+@pytest.mark.parametrize("ending", ["pass", "timeout", "cancel"])
+async def test_processes_that_leave_the_checks_session_end_with_it(project: Path, mode: str, ending: str):
+    last = {"pass": "true", "timeout": "sleep 60", "cancel": "sleep 60"}[ending]
+    command = "\n".join([*SPAWNS, last])
+    check = Verifier(command, 2 if ending == "timeout" else 30, 3, Sandbox([project]), CheckSandbox(mode))  # type: ignore[arg-type]
+    task = asyncio.ensure_future(check.check_latest(proposed(project)))
+    if ending == "cancel":
+        deadline = time.monotonic() + 10
+        while not processes_running("sleep", "1000.42") and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert processes_running("sleep", "1000.42"), "the check never started"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    else:
+        problem = await task
+        assert (problem is None) == (ending == "pass"), check.verification.output
+        assert check.verification.sandbox == ("bwrap" if mode == "auto" else "none")
+    assert no_check_processes_within(1.0, "1000.41", "1000.42") == []
+
+
+@pytest.mark.parametrize("mode", ["auto", "none"])
+async def test_a_check_that_allocates_past_the_memory_limit_fails(
+    project: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(check_sandbox, "DATA_LIMIT", 256 << 20)
+    allocate = f"{sys.executable} -c 'bytearray(512 << 20); print(\"allocated\")'"
+    check = Verifier(f"cat /proc/self/limits; {allocate}", 30, 3, Sandbox([project]), CheckSandbox(mode))  # type: ignore[arg-type]
+    problem = await check.check_latest(proposed(project))
+    output = check.verification.output
+    assert problem is not None and "MemoryError" in output and "allocated" not in output, output
+    limits = {line[:26].strip(): line[26:].split() for line in output.splitlines()}
+    assert limits["Max data size"][:2] == [str(256 << 20)] * 2
+
+
+@pytest.mark.parametrize("where", ["copy", "tmp"])
+@pytest.mark.parametrize("mode", ["auto", "none"])
+async def test_a_check_that_writes_past_the_write_limit_is_stopped(
+    project: Path, mode: str, where: str, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(check_sandbox, "WRITE_LIMIT", 8 << 20)
+    folder = "." if where == "copy" else "$TMPDIR"
+    write = f"head -c 1048576 /dev/zero > {folder}/f$i || exit 3"
+    command = f"for i in $(seq 1 40); do {write}; sleep 0.05; done; echo done"
+    check = Verifier(command, 30, 3, Sandbox([project]), CheckSandbox(mode))  # type: ignore[arg-type]
+    started = time.monotonic()
+    problem = await check.check_latest(proposed(project))
+    output = check.verification.output
+    assert problem is not None and "done" not in output, output
+    if mode == "auto" and where == "tmp":  # memory of the limit's size: full
+        assert "No space left on device" in output and "[exit status 3]" in output, output
+    else:
+        assert "[killed: the check wrote more than 8 MB]" in output, output
+    assert time.monotonic() - started < 10

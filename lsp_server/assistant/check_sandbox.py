@@ -6,13 +6,25 @@ FIFOs, sockets and devices; the caller tells the check what was left out. The co
 COPY_MAX_FILES entries or COPY_MAX_BYTES.
 
 `CheckSandbox.run` runs the command in the copy. With `verifySandbox` "auto" it runs under bubblewrap
-(`bwrap`, Flatpak's sandbox): the system read-only, the copy the only writable place, a fresh /tmp and
-/run, no home directory (except the interpreters a Python check needs, read-only), its own network (a
-loopback device only), pid, IPC and UTS namespaces, a scrubbed environment, and resource limits (CPU
-time, file size, processes). Its pid namespace dies with its first process, so nothing the check
-started outlives it. Where bubblewrap is missing or cannot set up its namespaces, nothing runs:
-SandboxUnavailable says why and how to fix it. With "none" the command runs as the user, in its own
-process group, which is killed when it ends (a `setsid` child escapes that).
+(`bwrap`, Flatpak's sandbox), in a filesystem built from nothing, as Flatpak builds one: the system's
+read-only trees (/usr, /etc and the links or folders of / that lead into /usr), the Python
+installations and virtual environments the check may use and the install prefixes of the tools on
+PATH (read-only), the copy (the only writable folder besides a fresh /tmp), a fresh /dev and /proc.
+No home directory, no /run, /var, /srv, /opt or /mnt: a read-only bind does not stop `connect()` on a
+UNIX socket, so a check reaches a socket only if it is bound, and the only trees bound besides the
+system's are scanned for sockets, which are covered (SocketMask). /usr and /etc are not scanned (the
+filesystem hierarchy puts sockets in /run, /tmp and /var, and a scan of /usr takes seconds): a
+socket there would be reachable. Its own network (a loopback device only), pid, IPC and UTS
+namespaces, a scrubbed environment, and resource limits (CPU time, file size, data memory,
+processes). Its pid namespace dies with its first process, so nothing the check started outlives it.
+Where bubblewrap is missing or cannot set up its namespaces, nothing runs: SandboxUnavailable says why
+and how to fix it. With "none" the command runs as the user, with the same limits but processes.
+
+Either way the command runs under a supervisor (_SUPERVISOR) that is a child subreaper: a process the
+command starts that leaves its process group or session (`setsid`, a double fork) still has the
+supervisor as an ancestor, which ends every process under it when the command ends, times out or is
+cancelled. And either way the bytes the check writes in its copy (and, without the sandbox, in its
+temporary folders) are counted while it runs: past WRITE_LIMIT it is stopped.
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +65,14 @@ OUTPUT_TAIL_CHARS = 3_000  # and last (a test runner's summary)
 DRAIN_S = 1.0  # how long output is still read after the command ended and its processes were killed
 
 FILE_SIZE_LIMIT = 512 * 1024 * 1024  # RLIMIT_FSIZE: bytes any one file written may reach
+# RLIMIT_DATA: the memory one process of the check may allocate (its heap and private writable
+# mappings), half the machine's memory and 8 GiB at most. Not RLIMIT_AS: the JVM, V8 and Go reserve
+# address space by the gigabyte without using it, and would not start under it.
+DATA_LIMIT = min(8 << 30, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
+# What the check may add to its copy (and its temporary folders) while it runs; in the sandbox its /tmp
+# and /dev/shm are memory of this size at most.
+WRITE_LIMIT = 1 << 30
+WRITE_POLL_S = 0.25  # how often that is counted: the check may pass it by what it writes meanwhile
 # RLIMIT_NPROC: the kernel counts it per user, in the user namespace the limit is set in (Linux 5.14 and
 # later), so it is set inside the sandbox's own, where only the check's processes count. It does not
 # apply to root, nor without the sandbox (there it would count every process the user runs).
@@ -60,18 +81,71 @@ PROCESS_LIMIT = 512
 # keys and tokens in the editor's environment never reach code the model wrote.
 KEPT_VARIABLES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 HOME_INSIDE = "/tmp/home"
+# The system's read-only trees a check gets, and the entries of / that are links into /usr on a
+# merged-/usr system (or folders of their own on an older one).
+SYSTEM_TREES = ("/usr", "/etc")
+SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+TERMINATE_GRACE_S = 2.0  # how long the supervisor has to end what the check started, once told to stop
 
-# Sets the limits, then runs the command with `sh -c`; run by the server's own interpreter, without
+# Sets the limits and becomes a child subreaper, runs the command with `sh -c`, then ends every process
+# left under it (the command's orphans are re-parented to it, not to init), also when told to stop
+# (SIGTERM); exits with the command's status. Run by the server's own interpreter, without
 # site-packages (-I -S), which the sandbox always has.
-_LIMITER = """\
-import os, resource, sys
-for name, value in zip(("RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NPROC"), map(int, sys.argv[1:4])):
+_SUPERVISOR = """\
+import ctypes, os, resource, signal, sys
+names = ("RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_DATA", "RLIMIT_NPROC")
+for name, value in zip(names, map(int, sys.argv[1:5])):
     if value >= 0:
         kind = getattr(resource, name)
         hard = resource.getrlimit(kind)[1]
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
         resource.setrlimit(kind, (value, value))
-os.execvp("sh", ["sh", "-c", sys.argv[4]])
+PR_SET_CHILD_SUBREAPER = 36
+if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+    sys.exit("cannot become a child subreaper: " + os.strerror(ctypes.get_errno()))
+me = str(os.getpid()).encode()
+
+def children():
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open("/proc/" + name + "/stat", "rb") as stat:
+                fields = stat.read().rpartition(b")")[2].split()
+        except (OSError, ValueError):
+            continue
+        if len(fields) > 1 and fields[1] == me:
+            found.append(int(name))
+    return found
+
+def end_all():
+    while kids := children():
+        for kid in kids:
+            try:
+                os.kill(kid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for kid in kids:
+            try:
+                os.waitpid(kid, 0)
+            except ChildProcessError:
+                pass
+
+def stop(signum, frame):
+    end_all()
+    os._exit(128 + signum)
+
+signal.signal(signal.SIGTERM, stop)
+command = os.fork()
+if command == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        os.execvp("sh", ["sh", "-c", sys.argv[5]])
+    finally:
+        os._exit(127)
+status = os.waitpid(command, 0)[1]
+end_all()
+code = os.waitstatus_to_exitcode(status)
+os._exit(code if code >= 0 else 128 - code)
 """
 
 # How a refusal ends: the other way out, and what it costs.
@@ -210,7 +284,7 @@ def _special_kind(mode: int) -> str:
 @dataclass(frozen=True)
 class Ran:
     """How one run of the command went: exit status 0, and its trimmed output (with a closing note when
-    it failed: the exit status, or the timeout)."""
+    it failed: the exit status, the timeout, or the write limit)."""
 
     passed: bool
     output: str
@@ -272,9 +346,10 @@ class CheckSandbox:
         """Runs `command` with `sh -c` in `copy` under `isolation()`, at most timeout_s seconds (the
         cancelled task kills it too); every process it started is gone when this returns.
 
-        scratch: an empty directory the caller removes, for the check's home and temporary files when
-        it runs without a sandbox. venvs_of: the folder whose virtual environments the check may use.
-        tail_chars: how much of the end of its output is kept (after OUTPUT_HEAD_CHARS of its start).
+        scratch: the directory that holds `copy`, which the caller removes; without a sandbox the check's
+        home and temporary files go there too. venvs_of: the folder whose virtual environments the check
+        may use. tail_chars: how much of the end of its output is kept (after OUTPUT_HEAD_CHARS of its
+        start).
         """
         isolation = await self.isolation()
         cpu_s = math.ceil(timeout_s) + 1
@@ -285,26 +360,28 @@ class CheckSandbox:
         if isolation == "bwrap":
             env.setdefault("PATH", os.defpath)
             env.update(HOME=HOME_INSIDE, TMPDIR="/tmp")
-            limited = _limited(command, cpu_s, FILE_SIZE_LIMIT, PROCESS_LIMIT)
-            argv = _bwrap_argv(self._bwrap() or "bwrap", copy, venvs, limited)
+            trees = _bound_trees(venvs.values(), env["PATH"])
+            masked = await asyncio.to_thread(_sockets_in, trees)
+            supervised = _supervised(command, cpu_s, PROCESS_LIMIT)
+            argv = _bwrap_argv(self._bwrap() or "bwrap", copy, venvs, trees, masked, supervised)
         else:
             (scratch / "home").mkdir()
             (scratch / "tmp").mkdir()
             env.update(HOME=str(scratch / "home"), TMPDIR=str(scratch / "tmp"))
-            argv = _limited(command, cpu_s, FILE_SIZE_LIMIT, -1)
+            argv = _supervised(command, cpu_s, -1)
             for name, venv in venvs.items():  # the copy leaves them out: link them back, as they are
                 if not (copy / name).exists():
                     (copy / name).symlink_to(venv)
         # bwrap itself starts with the scrubbed environment too: its first process stays in the sandbox
         # as pid 1, and /proc/1/environ would show the server's environment otherwise.
-        passed, output, timed_out = await _run(argv, copy, env, timeout_s, tail_chars)
+        passed, output, timed_out = await _run(argv, copy, env, timeout_s, tail_chars, scratch)
         return Ran(passed, output, isolation, timed_out)
 
 
-def _limited(command: str, cpu_s: int, file_bytes: int, processes: int) -> list[str]:
-    """argv that runs `command` under these limits (-1: that one is left as it is)."""
-    limits = [str(cpu_s), str(file_bytes), str(processes)]
-    return [sys.executable, "-I", "-S", "-c", _LIMITER, *limits, command]
+def _supervised(command: str, cpu_s: int, processes: int) -> list[str]:
+    """argv that runs `command` under the supervisor and these limits (-1: that one is left as it is)."""
+    limits = [str(cpu_s), str(FILE_SIZE_LIMIT), str(DATA_LIMIT), str(processes)]
+    return [sys.executable, "-I", "-S", "-c", _SUPERVISOR, *limits, command]
 
 
 def _venvs(folder: Path | None) -> dict[str, Path]:
@@ -314,26 +391,22 @@ def _venvs(folder: Path | None) -> dict[str, Path]:
     return {name: Path(os.path.realpath(folder / name)) for name in VENV_NAMES if (folder / name).is_dir()}
 
 
-def _hidden_roots() -> list[str]:
-    """What the sandbox replaces with an empty tmpfs: home directories, temporary directories (a fresh
-    /tmp), and /run (sockets that lead out of the sandbox: a session bus, a container runtime)."""
+def _private_roots() -> list[str]:
+    """Where tools on PATH are not taken from: home directories (the user's files) and temporary and
+    runtime directories (other programs' files and sockets)."""
     candidates = ["/home", "/root", os.path.expanduser("~"), "/tmp", "/var/tmp", "/run", "/var/run"]
     with contextlib.suppress(KeyError):
         candidates.append(pwd.getpwuid(os.getuid()).pw_dir)
-    roots: list[str] = []
-    for candidate in sorted({os.path.realpath(c) for c in candidates if os.path.isdir(c)}):
-        if candidate != "/" and not any(_within(candidate, root) for root in roots):
-            roots.append(candidate)
-    return roots
+    return sorted({os.path.realpath(c) for c in candidates if os.path.isdir(c)} - {"/"})
 
 
 def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _interpreters(venvs: Iterable[Path]) -> list[str]:
+def _interpreters(venvs: Iterable[Path]) -> set[str]:
     """The Python installations a check may need: the server's own (the tests and the eval run checks
-    with its interpreter) and the base of each of the workspace's virtual environments."""
+    with its interpreter) and the base of each of the workspace's virtual environments, and those."""
     found = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     for venv in venvs:
         with contextlib.suppress(OSError):
@@ -342,29 +415,115 @@ def _interpreters(venvs: Iterable[Path]) -> list[str]:
                 if key.strip() == "home" and value.strip():
                     found.add(str(Path(value.strip()).parent))  # home = /prefix/bin
         found.add(str(venv))
-    return sorted(os.path.realpath(path) for path in found)
+    return {os.path.realpath(path) for path in found}
 
 
-def _bwrap_argv(bwrap: str, copy: Path, venvs: dict[str, Path], command: list[str]) -> list[str]:
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    hidden = _hidden_roots()
-    for root in hidden:
-        argv += ["--tmpfs", root]
-    argv += ["--dir", HOME_INSIDE]
-    for path in _interpreters(venvs.values()):
-        if path != "/" and any(_within(path, root) for root in hidden):
-            argv += ["--ro-bind-try", path, path]  # a venv's base may be gone: then its python fails
+def _tool_prefixes(path_variable: str) -> set[str]:
+    """The install prefixes of the folders on PATH outside the system's trees (`/opt/node` for
+    `/opt/node/bin`), so that a tool there finds its libraries; none in a private root, nor one that is
+    a top-level folder of its own (`/opt` for `/opt/bin`: everything installed there, and more)."""
+    private = _private_roots()
+    found = set()
+    for folder in filter(None, path_variable.split(os.pathsep)):
+        real = os.path.realpath(folder)
+        prefix = os.path.dirname(real) if os.path.basename(real) in ("bin", "sbin") else real
+        if prefix.count("/") >= 2 and os.path.isdir(prefix) and not any(_within(prefix, p) for p in private):
+            found.add(prefix)
+    return found
+
+
+def _bound_trees(venvs: Iterable[Path], path_variable: str) -> list[str]:
+    """The trees a check gets read-only besides the system's: Python installations, virtual
+    environments and tools' prefixes, none inside another or inside a system tree."""
+    trees: list[str] = []
+    for tree in sorted(_interpreters(venvs) | _tool_prefixes(path_variable)):
+        if not any(_within(tree, outer) for outer in (*SYSTEM_TREES, *trees)):
+            trees.append(tree)
+    return trees
+
+
+# Sockets found in a tree, by tree: each is scanned once per process (an installation does not grow
+# sockets; scanning a Python installation takes a second or two).
+_SOCKETS: dict[str, list[str]] = {}
+
+
+def _sockets_in(trees: Iterable[str]) -> list[str]:
+    """The UNIX sockets under the trees a check gets besides /usr, and under /etc: each is covered in
+    the sandbox, since a read-only bind does not stop a `connect()`."""
+    found: list[str] = []
+    for tree in ("/etc", *trees):
+        if tree not in _SOCKETS:
+            _SOCKETS[tree] = _scan_for_sockets(tree)
+        found += _SOCKETS[tree]
+    return found
+
+
+def _scan_for_sockets(tree: str) -> list[str]:
+    found = []
+    pending = [tree]
+    while pending:
+        with contextlib.suppress(OSError), os.scandir(pending.pop()) as listing:
+            for entry in listing:
+                with contextlib.suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                        continue  # the common case, known from the listing alone
+                    elif stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
+                        found.append(entry.path)
+    return found
+
+
+def _bwrap_argv(
+    bwrap: str, copy: Path, venvs: dict[str, Path], trees: list[str], sockets: list[str], command: list[str]
+) -> list[str]:
+    """A filesystem built from nothing: the system's trees, `trees`, fresh /dev, /proc and /tmp, and
+    the copy, writable; the `sockets` found in those trees covered by /dev/null."""
+    argv = [bwrap]
+    for tree in SYSTEM_TREES:
+        argv += ["--ro-bind", tree, tree]
+    for entry in SYSTEM_LINKS:
+        if os.path.islink(entry):
+            argv += ["--symlink", os.readlink(entry), entry]
+        elif os.path.isdir(entry):
+            argv += ["--ro-bind", entry, entry]
+    argv += ["--dev", "/dev", "--proc", "/proc"]
+    for scratch in ("/tmp", "/dev/shm"):
+        argv += ["--size", str(WRITE_LIMIT), "--tmpfs", scratch]
+    argv += ["--symlink", "/tmp", "/var/tmp", "--dir", HOME_INSIDE]
+    for tree in trees:
+        argv += ["--ro-bind-try", tree, tree]  # a venv's base may be gone: then its python fails
     argv += ["--bind", str(copy), str(copy)]
     for name, venv in venvs.items():
         argv += ["--ro-bind", str(venv), str(copy / name)]
-    argv += ["--chdir", str(copy), "--unshare-all", "--die-with-parent", "--new-session", "--", *command]
+    for found in sockets:  # where it is, and where a venv it is in shows it in the copy
+        seen = [found] + [
+            str(copy / name / os.path.relpath(found, venv))
+            for name, venv in venvs.items()
+            if _within(found, str(venv))
+        ]
+        for path in seen:
+            argv += ["--ro-bind-try", os.devnull, path]
+    # The root bwrap builds these on is memory: read-only, so that nothing is written there.
+    argv += [
+        "--remount-ro",
+        "/",
+        "--chdir",
+        str(copy),
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--",
+        *command,
+    ]
     return argv
 
 
 async def _probe(bwrap: str) -> str | None:
     """None when a sandbox as checks get one runs `true` here; else what bwrap said."""
     with tempfile.TemporaryDirectory(prefix="llama-lsp-probe-") as scratch:
-        argv = _bwrap_argv(bwrap, Path(scratch), {}, _limited("true", 10, 0, -1))
+        trees = sorted(_interpreters(()))
+        argv = _bwrap_argv(bwrap, Path(scratch), {}, trees, [], _supervised("true", 10, -1))
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
@@ -388,9 +547,10 @@ async def _probe(bwrap: str) -> str | None:
 
 
 async def _run(
-    argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float, tail_chars: int
+    argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float, tail_chars: int, written: Path
 ) -> tuple[bool, str, bool]:
-    """Whether the command passed, its output, and whether it was killed at the time limit."""
+    """Whether the command passed, its output, and whether it was killed at the time limit. It is
+    stopped too once `written` (the folder of its copy) has grown by WRITE_LIMIT."""
     loop = asyncio.get_running_loop()
     transport, watch = await loop.subprocess_exec(
         lambda: _Watch(loop, tail_chars),
@@ -402,28 +562,66 @@ async def _run(
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group, so the kill reaches what it started
     )
-    timed_out = False
+    pid = transport.get_pid()
+    ending = ""
     try:
-        await asyncio.wait_for(asyncio.shield(watch.exited), timeout_s)
+        ending = await asyncio.wait_for(_written_past_limit(written, watch.exited), timeout_s)
     except asyncio.TimeoutError:
-        timed_out = True
-    finally:  # it ended, timed out or was cancelled: what it left behind goes too
+        ending = "timeout"
+    finally:  # it ended, timed out, wrote too much or was cancelled: what it left behind goes too
+        if not watch.exited.done():
+            # The supervisor ends what the check started, also what left its process group.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(watch.exited), TERMINATE_GRACE_S)
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(transport.get_pid(), signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             await asyncio.shield(watch.exited)
-        # What is still buffered; a process that escaped the group (only without the sandbox) may hold
-        # the pipe open, so not for long.
+        # What is still buffered; a process that escaped the group may hold the pipe open, so not
+        # for long.
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(watch.drained), DRAIN_S)
         transport.close()
     text = watch.output.text()
-    if timed_out:
+    if ending == "timeout":
         return False, f"{text}\n[killed: the check took longer than {timeout_s:g} s]", True
+    if ending == "written":
+        return False, f"{text}\n[killed: the check wrote more than {WRITE_LIMIT >> 20} MB]", False
     status = transport.get_returncode()
     if status != 0:
         text += f"\n[exit status {status}]"
     return status == 0, text, False
+
+
+async def _written_past_limit(folder: Path, exited: asyncio.Future[None]) -> str:
+    """ "exited" once the command exits, or "written" once `folder` has grown by WRITE_LIMIT bytes."""
+    start = await asyncio.to_thread(_bytes_under, folder)
+    interval = WRITE_POLL_S
+    while True:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(exited), interval)
+            return "exited"
+        counting = time.monotonic()
+        if await asyncio.to_thread(_bytes_under, folder) - start > WRITE_LIMIT:
+            return "written"
+        # A large copy takes a while to count: at most a tenth of a core goes to it.
+        interval = max(WRITE_POLL_S, 10 * (time.monotonic() - counting))
+
+
+def _bytes_under(folder: Path) -> int:
+    """The disk space the files under folder take (links not followed)."""
+    total = 0
+    pending = [str(folder)]
+    while pending:
+        with contextlib.suppress(OSError), os.scandir(pending.pop()) as listing:
+            for entry in listing:
+                with contextlib.suppress(OSError):
+                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+    return total
 
 
 class _Watch(asyncio.SubprocessProtocol):

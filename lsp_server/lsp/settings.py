@@ -170,9 +170,9 @@ class Settings:
         doc='How `#verifyCommand#` is isolated: `"auto"` runs it under bubblewrap (`bwrap`), or not at all '
         'where bubblewrap is missing or cannot set up its sandbox; `"none"` runs it without isolation.\n\n'
         "In bubblewrap's sandbox the system is read-only, the copy of the folder is the only writable "
-        "place, and the command has no home directory, no network and a scrubbed environment; everything "
-        'it started ends with it. With `"none"` it runs as you: it can read and write your files, use '
-        "the network, and leave processes behind.",
+        "place, and the command has no home directory, no other program's sockets, no network and a "
+        'scrubbed environment. With `"none"` it runs as you: it can read and write your files and use '
+        "the network. Either way everything it started ends with it.",
         trusted_only=True,
     )
     verify_timeout: float = setting(
