@@ -328,6 +328,10 @@ class CheckSandbox:
                     f'"Checking edits"): allow them, {NOT_ISOLATED}'
                 )
             _WORKING.add(bwrap)
+            # The trees every check gets are scanned for sockets now (about half a second for a Python
+            # installation), while the model writes, rather than when the first check waits on it.
+            trees = _bound_trees((), os.environ.get("PATH", os.defpath))
+            await asyncio.to_thread(_sockets_in, trees)
         return "bwrap"
 
     def _bwrap(self) -> str | None:
