@@ -3,7 +3,11 @@
 The steps live in editors/nvim/tests/plugin_test.lua and run in one Neovim, in order, because each
 builds on the last (the follow-up continues the first chat's conversation). Without the workspace the
 script runs its offline steps: the plugin against an in-process stand-in server, no model. With a
-`backend`, the first steps again against a llama-server. A missing Neovim fails.
+`backend`, the first steps again against a llama-server. Folder trust (editors/nvim/tests/trust_test.lua)
+runs in three Neovims, one after the other, against the stand-in. A missing Neovim fails.
+
+Every Neovim here has its own state directory (`neovim_dirs`): a test trusts folders in vim.secure's
+database, and must never read or write the user's.
 """
 
 from __future__ import annotations
@@ -55,6 +59,17 @@ def reorder_quantity(on_hand: int, target: int, pack_size: int) -> int:
 
 BIN = Path(sys.executable).parent
 SCRIPT = ROOT / "editors" / "nvim" / "tests" / "plugin_test.lua"
+TRUST_SCRIPT = ROOT / "editors" / "nvim" / "tests" / "trust_test.lua"
+
+
+def neovim_dirs(tmp_path: Path) -> dict[str, str]:
+    """Neovim's state, data and config directories under tmp_path: its trust database is
+    stdpath("state")/trust."""
+    return {
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
 
 
 def run_command(script: Path) -> str:
@@ -100,6 +115,7 @@ def real_server_env(tmp_path: Path) -> tuple[dict[str, str], Path]:
         "LLAMA_LSP_EDIT_MODEL": DEFAULT_MODEL,
         "LLAMA_LSP_WORKSPACE": str(workspace),
         "LLAMA_LSP_CACHE": str(tmp_path / "cache"),
+        **neovim_dirs(tmp_path),
     }
     return env, workspace
 
@@ -108,7 +124,35 @@ def test_plugin_offline_steps_in_headless_neovim(tmp_path: Path):
     """How the plugin shows results (edit checks in the chat footer and after code actions, the ghost
     text of inline completion), no model."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("LLAMA_LSP_")}
-    run_script(env, tmp_path, OFFLINE_STEPS, timeout=60)
+    run_script({**env, **neovim_dirs(tmp_path)}, tmp_path, OFFLINE_STEPS, timeout=60)
+
+
+def test_checks_run_only_in_a_folder_the_user_trusted_and_neovim_remembers_it(tmp_path: Path):
+    """The settings that run a folder's code reach the server only once the folder is trusted with
+    :LlamaTrust, in vim.secure's database, which a new Neovim reads again; :LlamaUntrust takes it back.
+    Against the stand-in: what the plugin sends is what is checked (test_nvim_test_diagnostics.py
+    checks what the real server then does)."""
+    folder = tmp_path / "cloned"
+    folder.mkdir()
+    (folder / "code.py").write_text("def f(x):\n    return x\n")
+    base = {name: value for name, value in os.environ.items() if not name.startswith("LLAMA_LSP_")}
+    env = {**base, **neovim_dirs(tmp_path), "LLAMA_LSP_WORKSPACE": str(folder)}
+    scenarios = {
+        "untrusted": [
+            "an untrusted folder: the server gets the untrusted values, and the user is told once",
+            ":LlamaTrust records the folder in vim.secure's database, and the server gets the settings",
+        ],
+        "remembered": [
+            "a new Neovim: the folder is still trusted, and nothing is said",
+            ":LlamaUntrust takes it back: the server gets the untrusted values again",
+            "require_trust = false: every folder gets the settings as set",
+        ],
+        "forgotten": ["a new Neovim after :LlamaUntrust: the folder is not trusted"],
+    }
+    for scenario, steps in scenarios.items():
+        run_script({**env, "LLAMA_LSP_SCENARIO": scenario}, folder, steps, timeout=60, script=TRUST_SCRIPT)
+    database = (tmp_path / "state" / "nvim" / "trust").read_text()
+    assert str(folder) not in database, database
 
 
 def run_script(
@@ -121,6 +165,7 @@ def run_script(
 ) -> str:
     """Runs a steps script in headless Neovim (the venv's, unless `nvim` names another); each of `steps`
     must report ok, in order. Returns what the script printed."""
+    assert "XDG_STATE_HOME" in env, "a test's Neovim would use the user's trust database (neovim_dirs)"
     # Its own process group: a timeout kills the servers it started too.
     process = subprocess.Popen(
         [nvim or neovim(), "--headless", "--clean", "-c", run_command(script)],

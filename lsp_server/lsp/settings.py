@@ -63,7 +63,8 @@ def setting(
     reloads_model: changing it loads the local model again (`Settings.engine_fields`).
     local_only: it does nothing with a remote `backend`.
     trusted_only: it makes the server run a command on the workspace's code, so VS Code never sends it
-      from an untrusted workspace (settings.ts, TRUSTED_ONLY); implies restricted.
+      from an untrusted workspace (settings.ts, TRUSTED_ONLY), and the Neovim plugin sends `untrusted`,
+      else the default, for a folder the user has not trusted (trust.lua, UNTRUSTED); implies restricted.
     untrusted: for a trusted_only setting whose default runs something, the value VS Code sends from an
       untrusted workspace instead of leaving the setting out (which would mean that default).
     restricted: VS Code's Restricted Mode ignores its workspace value (restrictedConfigurations).

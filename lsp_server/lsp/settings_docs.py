@@ -1,5 +1,6 @@
 """Writes what the settings' declarations (settings.py) generate: VS Code's package.json contribution and
-TypeScript type, the Neovim plugin's annotations and help section, and the settings tables of the docs.
+TypeScript type, the Neovim plugin's annotations, help section and trusted-only settings, and the settings
+tables of the docs.
 
 `make generate` (`python -m lsp_server.lsp.settings_docs`) rewrites the files; tests/test_settings_declared.py
 renders them again and fails when one on disk differs. Only the generated part of a file is rewritten: a
@@ -24,6 +25,7 @@ PACKAGE_JSON = ROOT / "editors" / "vscode" / "package.json"
 TS_SETTINGS = ROOT / "editors" / "vscode" / "src" / "serverSettings.ts"
 VSCODE_README = ROOT / "editors" / "vscode" / "README.md"
 LUA_CONFIG = ROOT / "editors" / "nvim" / "lua" / "llama_lsp" / "config.lua"
+LUA_TRUST = ROOT / "editors" / "nvim" / "lua" / "llama_lsp" / "trust.lua"
 NVIM_HELP = ROOT / "editors" / "nvim" / "doc" / "llama_lsp.txt"
 PROTOCOL_DOC = ROOT / "docs" / "protocol.md"
 README = ROOT / "README.md"
@@ -110,6 +112,11 @@ def notes(spec: SettingSpec, *, vscode: bool) -> list[str]:
         said.append("Not used in Restricted Mode (an untrusted workspace).")
     elif vscode and spec.restricted:
         said.append("Not taken from workspace settings in Restricted Mode (an untrusted workspace).")
+    elif not vscode and spec.trusted_only:
+        said.append(
+            f"For a folder you have not trusted (|llama_lsp-trust|) the server gets "
+            f"`{_lua_literal(nvim_untrusted(spec))}`."
+        )
     return said
 
 
@@ -327,6 +334,29 @@ def _nvim_specs() -> list[SettingSpec]:
     return [spec for spec in SPECS if spec.wire not in NVIM_FROM_COMPLETION_OPTIONS]
 
 
+def nvim_untrusted(spec: SettingSpec) -> Any:
+    """What the Neovim plugin sends for a trusted-only setting from a folder the user has not trusted: VS
+    Code's value for an untrusted workspace, else the default, which runs nothing (settings.setting). Sent
+    rather than left out, because a running server keeps a value that a new configuration leaves out, and
+    in Neovim trust can be taken back while the server runs."""
+    return spec.default if spec.untrusted is None else spec.untrusted
+
+
+def lua_untrusted() -> str:
+    """trust.lua's table: the trusted-only settings, each with the value sent for an untrusted folder."""
+    trusted_only = [spec for spec in SPECS if spec.trusted_only]
+    entries = [f"  {spec.wire} = {_lua_literal(nvim_untrusted(spec))}," for spec in trusted_only]
+    return "\n".join(
+        [
+            "---The settings that make the server run the folder's code (declared `trusted_only`), and the",
+            "---value each has for a folder the user has not trusted.",
+            "M.UNTRUSTED = {",
+            *entries,
+            "}",
+        ]
+    )
+
+
 def lua_annotations() -> str:
     """config.lua's `llama_lsp.ServerSettings` class."""
     heads = [
@@ -411,6 +441,7 @@ def render_all() -> dict[Path, str]:
             read(VSCODE_README), vscode_readme_table(manifest), MARKDOWN, VSCODE_README
         ),
         LUA_CONFIG: between_markers(read(LUA_CONFIG), lua_annotations(), LUA, LUA_CONFIG),
+        LUA_TRUST: between_markers(read(LUA_TRUST), lua_untrusted(), LUA, LUA_TRUST),
         NVIM_HELP: help_file(read(NVIM_HELP)),
         PROTOCOL_DOC: between_markers(read(PROTOCOL_DOC), settings_table("key"), MARKDOWN, PROTOCOL_DOC),
         README: between_markers(read(README), settings_table("setting"), MARKDOWN, README),

@@ -41,6 +41,14 @@ vim.api.nvim_create_user_command("LlamaCheckOutput", function()
   require("llama_lsp.verification").show_output()
 end, { desc = "Show what llama-lsp's last edit check printed" })
 
+vim.api.nvim_create_user_command("LlamaTrust", function(opts)
+  require("llama_lsp").trust(true, opts.args ~= "" and opts.args or nil)
+end, { nargs = "?", complete = "dir", desc = "Trust this folder: llama-lsp's checks may run its tests" })
+
+vim.api.nvim_create_user_command("LlamaUntrust", function(opts)
+  require("llama_lsp").trust(false, opts.args ~= "" and opts.args or nil)
+end, { nargs = "?", complete = "dir", desc = "Take back the trust in this folder: llama-lsp's checks stop" })
+
 vim.api.nvim_create_user_command("LlamaInstall", function(opts)
   require("llama_lsp.install").install({
     wheel = opts.args ~= "" and opts.args or nil,

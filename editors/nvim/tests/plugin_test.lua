@@ -154,66 +154,8 @@ local UNCHECKED = {
   summary = "not verified: it parses, but no verifyCommand is set to check it",
 }
 
----An in-process server (`vim.lsp.start` takes a function as `cmd`): `replies[method]` is the result, or a
----function of the params that returns it (`fake.NO_REPLY`: no answer). It records what it was sent, with
----the request ids; `fake.dispatchers` sends to the client (`fake.dispatchers.notification(method, params)`).
-local fake = { replies = {}, requests = {}, notifications = {}, NO_REPLY = {} }
-local function fake_server(dispatchers)
-  fake.dispatchers = dispatchers
-  local closing, next_id = false, 0
-  local function exit(signal)
-    if not closing then
-      closing = true
-      vim.schedule(function()
-        dispatchers.on_exit(0, signal)
-      end)
-    end
-  end
-  return {
-    request = function(method, params, callback, notify_reply_callback)
-      next_id = next_id + 1
-      local id = next_id
-      table.insert(fake.requests, { method = method, params = params, id = id })
-      vim.schedule(function()
-        local reply = fake.replies[method]
-        if type(reply) == "function" then
-          reply = reply(params)
-        end
-        if reply == fake.NO_REPLY then
-          return
-        end
-        callback(nil, reply)
-        if notify_reply_callback then
-          notify_reply_callback(id)
-        end
-      end)
-      return true, id
-    end,
-    notify = function(method, params)
-      table.insert(fake.notifications, { method = method, params = params })
-      if method == "exit" then
-        exit(0)
-      end
-      return true
-    end,
-    is_closing = function()
-      return closing
-    end,
-    terminate = function()
-      exit(15)
-    end,
-  }
-end
-
-fake.replies["initialize"] = {
-  capabilities = {
-    textDocumentSync = 1,
-    codeActionProvider = { resolveProvider = true },
-    executeCommandProvider = { commands = { "llamaLsp.codeAction" } },
-    inlineCompletionProvider = vim.empty_dict(),
-  },
-  serverInfo = { name = "fake-llama-lsp", version = "0" },
-}
+local fake = dofile(vim.fs.joinpath(here, "stand_in.lua")).new()
+local fake_server = fake.cmd
 
 ---Capture vim.notify while `run` runs; returns the messages as { msg, level }.
 local function notifications_during(run)
@@ -311,6 +253,8 @@ offline_step("setup passes the verify and backend settings to the server", funct
   require("llama_lsp.config").options.cmd = fake_server
   local dir = vim.fn.tempname()
   vim.fn.mkdir(dir, "p")
+  -- Trusted, as a user trusts a folder (trust_test.lua has the folder that is not).
+  vim.cmd.LlamaTrust(dir)
   vim.fn.writefile({ "def f(x):", "    return x" }, dir .. "/code.py")
   vim.cmd.edit(dir .. "/code.py")
   fake_buf = vim.api.nvim_get_current_buf()
@@ -728,6 +672,8 @@ local function options(model)
 end
 
 step("setup, then attach", function()
+  -- Trusted, so that the code action's edit is checked with the workspace's tests.
+  vim.cmd.LlamaTrust(workspace)
   llama.setup(options(vim.env.LLAMA_LSP_MODEL))
   vim.cmd.edit(workspace .. "/inventory.py")
   source_buf = vim.api.nvim_get_current_buf()

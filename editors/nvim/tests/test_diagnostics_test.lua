@@ -1,6 +1,8 @@
--- Failing tests as diagnostics (`testDiagnostics`), as a user of the plugin sees them: after `:write`, the
--- failures show as ordinary diagnostics, the code actions there offer Fix, and a fix that makes the test
--- pass clears them on the next `:write`. Against the real server. Run by tests/test_nvim_test_diagnostics.py:
+-- Failing tests as diagnostics (`testDiagnostics`), as a user of the plugin sees them: in a folder that is
+-- not trusted no test runs; once it is trusted (:LlamaTrust), after `:write` the failures show as ordinary
+-- diagnostics, the code actions there offer Fix, and a fix that makes the test pass clears them on the
+-- next `:write`; :LlamaUntrust turns the tests off again. Against the real server, in a temporary
+-- XDG_STATE_HOME (vim.secure's database). Run by tests/test_nvim_test_diagnostics.py:
 --   nvim --headless --clean -c "lua dofile('editors/nvim/tests/test_diagnostics_test.lua')"
 -- with LLAMA_LSP_CMD (a JSON list), LLAMA_LSP_MODEL, LLAMA_LSP_CACHE and LLAMA_LSP_WORKSPACE set: a project
 -- whose shop.py has a bug in `total` (line 2) and raises in `discount` (line 7), and whose test_shop.py
@@ -17,7 +19,9 @@ local SOURCE = "llama-lsp tests"
 local TOTAL_FAILED = "test_shop.py::test_total failed: assert 4 == 3"
 
 -- The server's messages (such as why the tests could not run) go to the report.
+local notes = {} ---@type string[]
 vim.notify = function(message, level)
+  table.insert(notes, message)
   io.stdout:write(string.format("notify %s: %s\n", level or vim.log.levels.INFO, message))
 end
 
@@ -80,9 +84,19 @@ step("setup with testDiagnostics = true, then attach", function()
     return llama.status(shop_buf).state == "ready"
   end)
   assert(vim.tbl_isempty(failures_in(shop_path)), "failures before any save: " .. described())
+  local notice = "llama-lsp: checks are off in " .. project .. ": it is not trusted; :LlamaTrust to trust it"
+  assert(vim.tbl_contains(notes, notice), vim.inspect(notes))
 end)
 
-step(":write shows the failures on the code under test and on the tests", function()
+step("in a folder that is not trusted, :write runs no tests", function()
+  vim.cmd.write()
+  -- Trusted, the same write shows them in about a second (the next step); here none comes.
+  vim.wait(5000)
+  assert(vim.tbl_isempty(failures_in(shop_path)), "tests ran in an untrusted folder: " .. described())
+end)
+
+step(":LlamaTrust, then :write shows the failures on the code under test and on the tests", function()
+  vim.cmd.LlamaTrust()
   vim.cmd.write()
   wait_for("the failures of the tests", 30000, function()
     return shown_on(shop_path, { 0, 6 }) and shown_on(tests_path, { 4, 13 })
@@ -129,6 +143,13 @@ step("fixed and written: test_total's failures go, test_too_much's stay", functi
     return shown_on(shop_path, { 6 }) and shown_on(tests_path, { 13 })
   end)
   assert(failures_in(shop_path)[6].message:find("test_too_much failed", 1, true), described())
+end)
+
+step(":LlamaUntrust turns the tests off in the server, which clears their failures", function()
+  vim.cmd.LlamaUntrust()
+  wait_for("the failures to go", 10000, function()
+    return shown_on(shop_path, {}) and shown_on(tests_path, {})
+  end)
 end)
 
 test_steps.run(steps)

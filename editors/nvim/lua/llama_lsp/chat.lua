@@ -140,8 +140,9 @@ end
 ---The lines under an answer: the proposed edit, whether it was checked, the stats. The second value is
 ---the index of the line to highlight as a warning (a failed check), if any.
 ---@param result table  an `assistant/chat` result
+---@param folder? string  the folder of the server that answered
 ---@return string[] lines, integer? warning
-function M.footer(result)
+function M.footer(result, folder)
   local lines, warning = {}, nil
   if result.edit then
     table.insert(lines, "_An edit is proposed: `:LlamaApply` applies it._")
@@ -149,7 +150,7 @@ function M.footer(result)
     table.insert(lines, "_The proposed edit was dropped: " .. result.editError .. "_")
   end
   if type(result.verification) == "table" then
-    table.insert(lines, verification.footer_line(result.verification))
+    table.insert(lines, verification.footer_line(result.verification, folder))
     if verification.failed(result.verification) then
       warning = #lines
     end
@@ -188,7 +189,8 @@ local function finish(req, err, result)
     session.pending_edit = { edit = result.edit, client_id = req.client_id }
   end
   verification.remember(result.verification)
-  local footer, warning = M.footer(result)
+  local client = vim.lsp.get_client_by_id(req.client_id)
+  local footer, warning = M.footer(result, client and client.root_dir)
   if #footer > 0 then
     append_lines(footer)
   end

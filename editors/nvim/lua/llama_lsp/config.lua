@@ -91,6 +91,9 @@ local M = {}
 ---@field python? string               the Python that :LlamaInstall makes the server's virtualenv with
 ---                                    (3.10+ with venv); nil: `python3`, then `python`, on PATH
 ---@field init_options llama_lsp.ServerSettings  sent as initializationOptions and as the `llamaLsp` settings
+---@field require_trust boolean       true: the settings that run a folder's code (its tests) reach the
+---                                    server only for a folder trusted with :LlamaTrust (llama_lsp.trust);
+---                                    false: for every folder
 ---@field filetypes string[]|nil        filetypes to attach to; nil attaches every buffer backed by a file
 ---@field root_markers string[]         files that mark a workspace root (one server per root)
 ---@field keymaps llama_lsp.Keymaps|false
@@ -102,6 +105,7 @@ M.defaults = {
   cmd = nil,
   python = nil,
   init_options = {},
+  require_trust = true,
   filetypes = nil,
   root_markers = { ".git", "pyproject.toml", "package.json", "Cargo.toml", "go.mod", "Makefile" },
   keymaps = false,
@@ -120,6 +124,7 @@ function M.setup(opts)
     ["opts.cmd"] = { opts.cmd, { "table", "function" }, true },
     ["opts.python"] = { opts.python, "string", true },
     ["opts.init_options"] = { opts.init_options, "table", true },
+    ["opts.require_trust"] = { opts.require_trust, "boolean", true },
     ["opts.filetypes"] = { opts.filetypes, "table", true },
     ["opts.root_markers"] = { opts.root_markers, "table", true },
     ["opts.chat"] = { opts.chat, "table", true },

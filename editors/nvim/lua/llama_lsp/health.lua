@@ -1,8 +1,10 @@
 ---`:checkhealth llama_lsp`: which server is found and where (the setting, PATH, :LlamaInstall), does it
----start and which version, is the model there and loaded, is inline completion on and offered.
+---start and which version, is the model there and loaded, do checks run (which folders are trusted), is
+---inline completion on and offered.
 local config = require("llama_lsp.config")
 local protocol = require("llama_lsp.protocol")
 local server = require("llama_lsp.server")
+local trust = require("llama_lsp.trust")
 
 local M = {}
 
@@ -101,10 +103,22 @@ local function check_verify()
   local command = config.server_settings().verifyCommand
   if command == "" then
     health.info("edit checks: off (see :help llama_lsp-verify)")
-  else
-    health.info(
-      string.format("edit checks: `%s` runs code the model wrote, in a temporary copy of the folder", command)
-    )
+    return
+  end
+  local runs = string.format("edit checks: `%s` runs code the model wrote, in a copy of the folder", command)
+  if not config.options.require_trust then
+    health.info(runs .. ", in every folder (require_trust = false)")
+    return
+  end
+  health.info(runs .. ", in folders you trust (:LlamaTrust)")
+  if not trust.SUPPORTED then
+    health.warn("checks are off in every folder: " .. trust.UNSUPPORTED)
+  end
+  for _, client in ipairs(vim.lsp.get_clients({ name = protocol.CLIENT_NAME })) do
+    if client.root_dir then
+      local note = trust.note(client.root_dir)
+      health.info(note or string.format("checks run in %s: it is trusted", client.root_dir))
+    end
   end
 end
 

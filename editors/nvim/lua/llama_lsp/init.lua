@@ -5,6 +5,7 @@ local compat = require("llama_lsp.compat")
 local config = require("llama_lsp.config")
 local protocol = require("llama_lsp.protocol")
 local server = require("llama_lsp.server")
+local trust = require("llama_lsp.trust")
 
 local M = {}
 
@@ -62,22 +63,40 @@ function M.client_for(bufnr)
   return vim.lsp.get_clients({ name = protocol.CLIENT_NAME, bufnr = bufnr or 0 })[1]
 end
 
----Start (or reuse) the server for this buffer's workspace root and attach the buffer.
+---The workspace root a buffer's server runs in (one server per root): the nearest folder with a root
+---marker, else the file's own folder; nil for a buffer that is no file.
 ---@param bufnr integer
----@return integer? client_id
-function M.attach(bufnr)
+---@return string?
+function M.root_of(bufnr)
   local name = vim.api.nvim_buf_get_name(bufnr)
   if vim.bo[bufnr].buftype ~= "" or name == "" then
     return nil
   end
-  local opts = config.options
+  return vim.fs.root(bufnr, config.options.root_markers) or vim.fs.dirname(name)
+end
+
+---The `llamaLsp` settings for the server of a root: the options, less what the root's trust withholds.
+---@param root string
+---@return llama_lsp.ServerSettings
+local function settings_for(root)
+  return trust.for_folder(config.server_settings(), root)
+end
+
+---Start (or reuse) the server for this buffer's workspace root and attach the buffer.
+---@param bufnr integer
+---@return integer? client_id
+function M.attach(bufnr)
+  local root = M.root_of(bufnr)
+  if not root then
+    return nil
+  end
   local found = server.locate()
   if not found then
     server.warn_missing()
     return nil
   end
-  local root = vim.fs.root(bufnr, opts.root_markers) or vim.fs.dirname(name)
-  local settings = config.server_settings()
+  local settings = settings_for(root)
+  trust.tell_once(root)
   return vim.lsp.start({
     name = protocol.CLIENT_NAME,
     cmd = found.cmd,
@@ -128,10 +147,36 @@ end
 ---buffers they serve take the new completion options.
 local function push_settings()
   for _, client in ipairs(vim.lsp.get_clients({ name = protocol.CLIENT_NAME })) do
-    client.settings = { llamaLsp = config.server_settings() }
+    client.settings = { llamaLsp = settings_for(client.root_dir) }
     compat.notify(client, "workspace/didChangeConfiguration", { settings = client.settings })
   end
   require("llama_lsp.completion").refresh()
+end
+
+---Trust a folder, or take that back (`:LlamaTrust`, `:LlamaUntrust`): recorded in vim.secure's database
+---(llama_lsp.trust), and sent to the running servers.
+---@param trusted boolean
+---@param folder? string  default: the folder of the current buffer's server, else the root it would have
+---@return boolean ok
+function M.trust(trusted, folder)
+  local client = M.client_for(0)
+  folder = folder or (client and client.root_dir) or M.root_of(0)
+  if not folder then
+    vim.notify("llama-lsp: which folder? Open a file in it, or name it: :LlamaTrust {folder}", vim.log.levels.ERROR)
+    return false
+  end
+  local ok, message = trust.set(folder, trusted)
+  if not ok then
+    vim.notify("llama-lsp: " .. message, vim.log.levels.ERROR)
+    return false
+  end
+  push_settings()
+  vim.notify(
+    trusted and string.format("llama-lsp: %s is trusted: checks may run its tests", message)
+      or string.format("llama-lsp: %s is not trusted: checks are off there", message),
+    vim.log.levels.INFO
+  )
+  return true
 end
 
 local did_setup = false

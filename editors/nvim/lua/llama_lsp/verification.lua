@@ -32,16 +32,23 @@ function M.failed(verification)
   return present(verification.passed) == false
 end
 
----The one-line summary and the level to tell it at: WARN when the check failed, INFO otherwise.
+---The one-line summary and the level to tell it at: WARN when the check failed, INFO otherwise. An edit
+---left unchecked in a folder that is not trusted says so, and how to trust it: the server's own summary
+---can only say that no command is set.
 ---@param verification llama_lsp.Verification
+---@param folder? string  the folder of the server that checked it
 ---@return string summary, integer level
-function M.describe(verification)
+function M.describe(verification, folder)
   local summary = present(verification.summary)
+  local passed = present(verification.passed)
   if type(summary) ~= "string" or summary == "" then
-    local passed = present(verification.passed)
     summary = passed == true and "verified"
       or passed == false and "not verified: the check failed"
       or "not verified"
+  end
+  local untrusted = passed == nil and folder and require("llama_lsp.trust").note(folder)
+  if untrusted then
+    summary = string.format("%s (%s)", summary, untrusted)
   end
   return summary, M.failed(verification) and vim.log.levels.WARN or vim.log.levels.INFO
 end
@@ -49,9 +56,10 @@ end
 ---The chat footer's line for a result's verification: the summary, and for a failed check where to
 ---see why. The caller highlights it as a warning when `M.failed()`.
 ---@param verification llama_lsp.Verification
+---@param folder? string  the folder of the server that checked it
 ---@return string
-function M.footer_line(verification)
-  local summary = M.describe(verification)
+function M.footer_line(verification, folder)
+  local summary = M.describe(verification, folder)
   if M.failed(verification) then
     return "_" .. summary .. " (`:LlamaCheckOutput` shows why)_"
   end
@@ -74,12 +82,13 @@ end
 
 ---Tell the user how the check of a code action's edit went.
 ---@param verification? llama_lsp.Verification
-function M.notify(verification)
+---@param folder? string  the folder of the server that checked it
+function M.notify(verification, folder)
   if type(verification) ~= "table" then
     return
   end
   M.remember(verification)
-  local summary, level = M.describe(verification)
+  local summary, level = M.describe(verification, folder)
   if M.failed(verification) then
     summary = summary .. " (:LlamaCheckOutput shows why)"
   end
@@ -121,7 +130,7 @@ function M.watch(client)
         inner(err, result, ...)
       end
       if not err then
-        M.notify(M.of_reply(method, params, result))
+        M.notify(M.of_reply(method, params, result), client.root_dir)
       end
     end
   end)
