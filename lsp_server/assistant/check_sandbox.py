@@ -11,10 +11,10 @@ read-only trees (/usr, /etc and the links or folders of / that lead into /usr), 
 installations and virtual environments the check may use and the install prefixes of the tools on
 PATH (read-only), the copy (the only writable folder besides a fresh /tmp), a fresh /dev and /proc.
 No home directory, no /run, /var, /srv, /opt or /mnt: a read-only bind does not stop `connect()` on a
-UNIX socket, so a check reaches a socket only if it is bound, and the only trees bound besides the
-system's are scanned for sockets, which are covered (SocketMask). /usr and /etc are not scanned (the
-filesystem hierarchy puts sockets in /run, /tmp and /var, and a scan of /usr takes seconds): a
-socket there would be reachable. Its own network (a loopback device only), pid, IPC and UTS
+UNIX socket, so a check reaches a socket only if it is in a bound tree: /etc and the trees bound besides
+the system's are scanned for sockets once per process (_sockets_in), and each found is covered. /usr
+is not scanned (the filesystem hierarchy puts sockets in /run, /tmp and /var, and a scan of /usr takes
+seconds): a socket there would be reachable. Its own network (a loopback device only), pid, IPC and UTS
 namespaces, a scrubbed environment, and resource limits (CPU time, file size, data memory,
 processes). Its pid namespace dies with its first process, so nothing the check started outlives it.
 Where bubblewrap is missing or cannot set up its namespaces, nothing runs: SandboxUnavailable says why
