@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import passing_tests, related, rewrite
+from . import languages, passing_tests, related, rewrite
 from .edits import split_lines
 from .sandbox import Sandbox
 from .tools import ToolRunner
@@ -155,12 +155,16 @@ class BlockTooLong(Exception):
     """The block an action would write again is longer than its bound allows; the message names the fix."""
 
 
-LANGUAGES = {".py": "python", ".js": "javascript", ".ts": "typescript", ".rs": "rust", ".go": "go"}
-
-
 def fence_language(path: Path) -> str:
     """The language tag of the code's fenced block."""
-    return LANGUAGES.get(path.suffix, path.suffix.lstrip("."))
+    language = languages.for_suffix(path.suffix)
+    return language.name if language is not None else path.suffix.lstrip(".")
+
+
+def offered_for(action: ActionSpec, suffix: str) -> bool:
+    """Whether an action is offered for a file of this suffix: one that only documents needs a language
+    whose comments can be told from its code (languages.py), since nothing else could check its edit."""
+    return not action.documentation_only or languages.for_suffix(suffix) is not None
 
 
 def code_shown(action: ActionSpec, source: str, first: int, last: int, python: bool) -> tuple[int, int, str]:

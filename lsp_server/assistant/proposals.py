@@ -104,8 +104,8 @@ class Proposals:
         if documented is None:
             raise ToolError(
                 "the documentation cannot be told apart from the code there (the result does not parse, "
-                "or the language's comments are unknown); keep every line of code as it is and add only "
-                "docstrings and comments"
+                "a comment holds or hides code, or the language's comments are unknown); keep every line "
+                "of code as it is and add only docstrings and comments, each comment on lines of its own"
             )
         if documented == before:
             raise ToolError(NOTHING_DOCUMENTED)

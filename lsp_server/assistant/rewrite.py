@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import ast
 import difflib
+import io
 import re
 import textwrap
+import tokenize
 
+from . import languages
 from .edits import indent_of, indent_step, moved, split_lines
 
 # A fenced block: ``` or ~~~, an optional language tag, the code, the closing fence.
@@ -314,70 +317,116 @@ def added_documentation(before: str, after: str) -> str | None:
         return None
 
 
-# Where a line comment starts, by file suffix, for documenting code that is not Python. C-like languages
-# also take /** ... */ blocks. A suffix not listed here cannot be documented: nothing tells its comments
-# from its code.
-_LINE_COMMENTS = {
-    **dict.fromkeys(
-        (
-            ".c",
-            ".h",
-            ".cc",
-            ".cpp",
-            ".hpp",
-            ".cs",
-            ".java",
-            ".kt",
-            ".swift",
-            ".scala",
-            ".dart",
-            ".go",
-            ".rs",
-            ".js",
-            ".jsx",
-            ".mjs",
-            ".cjs",
-            ".ts",
-            ".tsx",
-            ".php",
-        ),
-        "//",
-    ),
-    **dict.fromkeys(
-        (".sh", ".bash", ".rb", ".pl", ".r", ".jl", ".ex", ".exs", ".nim", ".toml", ".yaml", ".yml"), "#"
-    ),
-    **dict.fromkeys((".lua", ".sql", ".hs"), "--"),
-}
-
-
 def only_documentation(suffix: str, before: str, after: str) -> str | None:
     """before with only the documentation that after adds, every line of code kept as it is: Python's
     docstrings and comments (added_documentation), other languages' comment lines. None when that cannot
-    be told apart (after does not parse, or a language whose comments are not known here).
+    be told apart: the language is not one whose comments can be told from its code (languages.py), a
+    Python answer does not parse, or what would be taken does more than add comments (adds_only_comments).
 
     Where the lines of a Python answer cannot be merged back (it rewrote an existing docstring, or its
     new docstring shares lines such as `Args:` with others in the file), after itself is taken if its
     syntax tree is before's but for docstrings: the code then does the same, though its formatting may
     differ."""
-    if suffix == ".py":
-        merged = added_documentation(before, after)
-        if merged is not None:
-            return merged
+    language = languages.for_suffix(suffix)
+    if language is None:
+        return None
+    if language.grammar is None:
+        documented = _python_documentation(before, after)
+    else:
+        documented = _added_comment_lines(before, after, language)
+    if documented is None or not adds_only_comments(language, before, documented):
+        return None
+    return documented
+
+
+def _python_documentation(before: str, after: str) -> str | None:
+    """Python's docstrings and comments that after adds, merged into before, or after itself."""
+    merged = added_documentation(before, after)
+    if merged is not None:
+        return merged
+    try:
+        return None if python_code_changed(before, after) else after
+    except (SyntaxError, ValueError):
+        return None
+
+
+def adds_only_comments(language: languages.Language, before: str, documented: str) -> bool:
+    """Whether documented is before with comments added and nothing else, as the compiler reads both:
+    the last check of a documentation edit, whatever produced it (a merge of lines, or a Python answer
+    taken whole).
+
+    In every language, no comment may hold a character that some language reads as a line end, nor
+    add or change a `#!` line. Python: the syntax tree, which is what Python runs, is before's but for
+    docstrings, and so is the encoding the file is read in (a coding comment changes it, and the tree
+    cannot see that). Other languages: before's lines are all kept, byte for byte; each line added is a
+    comment by the language's own tokenizer, and no directive; and the code, comments left out, read as
+    the compiler reads it, is the same nodes as before's (the parser's ERROR and MISSING nodes among
+    them: a comment that makes the code parse otherwise, or not at all, is refused)."""
+    compiled_before, compiled = language.as_compiled(before), language.as_compiled(documented)
+    if len(languages.ODD_LINE_ENDS.findall(compiled)) > len(languages.ODD_LINE_ENDS.findall(compiled_before)):
+        return False
+    if _shebang(documented) != _shebang(before):
+        return False
+    if language.grammar is None:
         try:
-            return None if python_code_changed(before, after) else after
+            same_code = not python_code_changed(before, documented)
         except (SyntaxError, ValueError):
-            return None
-    marker = _LINE_COMMENTS.get(suffix.lower())
-    return None if marker is None else _added_comment_lines(before, after, marker)
+            return False
+        return same_code and _source_encoding(documented) == _source_encoding(before)
+    if language.code_in_comments is not None and language.code_in_comments.search(before):
+        return False
+    added = _added_lines(before, documented)
+    if added is None:
+        return False
+    lines = split_lines(documented)
+    if language.directives is not None and any(language.directives.search(lines[i]) for i in added):
+        return False
+    written = language.parse(documented)
+    if not added <= written.comment_lines():
+        return False
+    old = language.parse(compiled_before)
+    new = written if compiled == documented else language.parse(compiled)
+    return new.code == old.code
 
 
-def _added_comment_lines(before: str, after: str, marker: str) -> str:
+def _shebang(text: str) -> str | None:
+    """The `#!` line that picks a script's interpreter, if the text has one."""
+    first = split_lines(text)[:1]
+    return first[0].rstrip("\r\n") if first and first[0].startswith("#!") else None
+
+
+def _source_encoding(source: str) -> str | None:
+    """The encoding Python decodes a file in (its coding cookie, or UTF-8), None where it names none
+    that Python knows: a comment that names another changes what every byte of the file means."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source.encode("utf-8", "surrogatepass")).readline)
+    except SyntaxError:
+        return None
+    return encoding
+
+
+def _added_lines(before: str, after: str) -> set[int] | None:
+    """The 0-based indexes of after's lines that before does not have, where after is before with
+    lines inserted: before's lines are all there, in order, byte for byte (its last may gain a line
+    ending). None where after is not that."""
+    old = split_lines(before)
+    added, kept = set(), 0
+    for index, line in enumerate(split_lines(after)):
+        if kept < len(old) and old[kept] in (line, line.rstrip("\r\n")):
+            kept += 1
+        else:
+            added.add(index)
+    return added if kept == len(old) else None
+
+
+def _added_comment_lines(before: str, after: str, language: languages.Language) -> str:
     """before with the whole comment lines that after inserts, at the places where after inserts them."""
     old, new = split_lines(before), split_lines(after)
     ending = "\r\n" if old and old[0].endswith("\r\n") else "\n"
     unterminated = bool(old) and not old[-1].endswith(("\n", "\r"))
     if unterminated:
         old[-1] += ending  # so that a comment added after the last line starts a line of its own
+    comment_lines = language.parse(after).comment_lines()
     merged: list[str] = []
     matcher = difflib.SequenceMatcher(a=[x.strip() for x in old], b=[x.strip() for x in new], autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -385,7 +434,7 @@ def _added_comment_lines(before: str, after: str, marker: str) -> str:
             merged.extend(old[i1:i2])
             continue
         region = new[j1:j2]
-        comments = _comment_lines(region, marker)
+        comments = {i for i in range(len(region)) if j1 + i in comment_lines}
         code = [i for i in range(len(region)) if i not in comments]
         if len(code) == i2 - i1:  # the region's code lines, retouched: each comment stays where it was
             mine = iter(old[i1:i2])
@@ -397,27 +446,3 @@ def _added_comment_lines(before: str, after: str, marker: str) -> str:
             merged.extend(old[i1:i2])
     result = "".join(merged)
     return result[: -len(ending)] if unterminated else result
-
-
-def _comment_lines(lines: list[str], marker: str) -> set[int]:
-    """The indexes of the lines that are whole comments: each starts with the line-comment marker, or
-    (C-like) belongs to a block that opens with /* on a line of its own and closes with */."""
-    found: set[int] = set()
-    block: list[int] = []
-    for i, line in enumerate(lines):
-        text = line.strip()
-        if block:
-            block.append(i)
-            if text.endswith("*/"):
-                found.update(block)
-                block = []
-            elif not text.startswith("*"):
-                block = []  # not a comment block after all: none of it
-        elif marker == "//" and text.startswith("/*"):
-            block = [i]
-            if text.endswith("*/") and len(text) > 3:
-                found.update(block)
-                block = []
-        elif text.startswith(marker):
-            found.add(i)
-    return found

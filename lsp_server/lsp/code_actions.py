@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.workspace import Workspace
@@ -37,9 +39,11 @@ def list_actions(lsp_documents: Workspace, params: types.CodeActionParams) -> li
     if selection.start == selection.end:  # no selection: the current line
         line = selection.start.line
         selection = types.Range(types.Position(line, 0), types.Position(line + 1, 0))
+    suffix = _suffix(params.text_document.uri)
     # The actions about the diagnostics in range come first, and only when there are some.
     about_diagnostics = [a for a in actions.ACTIONS if a.for_diagnostics and params.context.diagnostics]
     offered = about_diagnostics + [a for a in actions.ACTIONS if not a.for_diagnostics]
+    offered = [a for a in offered if actions.offered_for(a, suffix)]
     only = params.context.only
     listed = []
     for action in offered:
@@ -68,6 +72,13 @@ def list_actions(lsp_documents: Workspace, params: types.CodeActionParams) -> li
             )
         )
     return listed
+
+
+def _suffix(uri: str) -> str:
+    """The suffix of the file a URI names (".js"); "" for one with none (an unsaved `untitled:` buffer).
+    Read without urlparse, which raises on some malformed URIs a client may send."""
+    path = uri.partition("?")[0].partition("#")[0]
+    return PurePosixPath(unquote(path)).suffix
 
 
 async def resolve_action(turns: TurnService, action: types.CodeAction) -> types.CodeAction:
@@ -114,6 +125,11 @@ async def execute_action(
 async def run_action(turns: TurnService, request: protocol.CodeActionRequest) -> dict[str, Any]:
     """Runs the action; a newer request for the same action on the same document supersedes it."""
     action = actions.BY_NAME[request.kind]
+    if not actions.offered_for(action, _suffix(request.uri)):  # a client may run one it was not offered
+        raise NoEdit(
+            f"{action.title} is not offered for this file: the server cannot tell its language's comments "
+            "from its code"
+        )
     work = _run(turns, request, action)
     return await turns.superseding((request.uri, request.kind), work, f"Llama: {action.title}")
 
