@@ -238,7 +238,7 @@ def test_with_no_folder_and_no_document_the_tools_say_no_folder_is_open():
     ]:
         result = runner.run(tool, arguments).text
         assert result.startswith("Error:") and "no folder is open" in result, result
-    assert runner.run("search", {}).text == "The workspace has no files."
+    assert runner.run("search", {}).text == "No matches: the workspace has no files."
     assert runner.proposals.edits == []
 
 

@@ -324,6 +324,9 @@ class _FaultyHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if not self.path.endswith("/chat/completions"):  # no llama-server extras (/apply-template), as vLLM
+            self._json(404, {"error": {"message": "not found", "type": "test"}})
+            return
         behaviour = self.server.next_behaviour()
         if behaviour in ("404", "429", "500"):
             error = {"error": {"message": f"planned {behaviour}", "type": "test"}}

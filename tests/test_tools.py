@@ -296,7 +296,7 @@ def test_search_without_a_pattern_matches_globs_from_the_right_and_across_direct
         "src/util.py",
     ]
     assert runner.run("search", {"glob": "/*.md"}).text.splitlines() == ["README.md"]
-    assert runner.run("search", {"glob": "*.rs"}).text == "No files match '*.rs'."
+    assert runner.run("search", {"glob": "*.rs"}).text == "No matches: no files match '*.rs'."
 
 
 def test_search_without_a_pattern_is_bounded(root: Path):

@@ -4,6 +4,14 @@ A conversation's messages are append-only and laid out stable-first (system prom
 so every turn's prompt extends the previous one and the engine reuses its cached prefix. When the
 document changes between turns, the change is appended as a diff instead of rewriting the earlier copy.
 No LSP types here: the chat and code-action features translate.
+
+A turn always ends with an answer for the user. The template's markup the model writes as text is cut
+(lsp_server.assistant.markup); a call that repeats one that failed or found nothing is not run again
+(its result says so and what to try instead), and after two such the tools are off for the turn. When
+the rounds still end without an answer (empty, markup, a copy of a tool's result, a call written as
+text), the model is asked once more, with the tools off and the conversation's cached prefix, to say
+what it looked for and found; should that be empty too, the answer is the server's own account of the
+calls.
 """
 
 from __future__ import annotations
@@ -18,13 +26,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import ChatEngine, ChatRequest, ChatResult, Stats
-from . import prompts
+from ..engine.tool_calls import extract_json_call, tool_call_start
+from . import markup, prompts
 from .edits import unified_diff
 from .tool_schemas import TOOL_NAMES, schemas_for
 from .tools import ToolOutcome, ToolRunner
 from .verify import Verifier
 
 RETRY_TEMPERATURE = 0.7
+REPEATS_BEFORE_TOOLS_OFF = 2  # calls not run again (they repeat an unproductive one) before tools go off
+# Asked when the rounds ended without an answer: short, since it is all the answer's prompt adds to the
+# cached conversation.
+ANSWER_NOW = (
+    "Answer my question now, without tools: say what you looked for and what you found, or that "
+    "nothing was found."
+)
 
 log = logging.getLogger("llama_lsp.conversation")
 
@@ -87,6 +103,7 @@ class ToolCallRecord:
     name: str
     arguments: Any
     result: str
+    productive: bool = True  # it neither failed nor found nothing (a repeat of it is not run again)
 
 
 @dataclass
@@ -182,18 +199,24 @@ async def run_turn(
 
     With a verifier, each proposed edit is checked, and a failed check is the tool's result. After a
     failed call the model samples (seeded per step) rather than decoding greedily, which tends to write
-    the same call again; a call identical to one that failed already ends the turn.
+    the same call again; a call identical to an unproductive one is not run again. A turn that is not
+    after an edit ends with an answer for the user (the module's docstring says how).
     """
     # Every tool is declared on every request, even when unused, so the prompt's prefix never changes.
     tools = schemas_for(options.tool_names)
+    markers = await markup.markers_of(engine)
     records: list[ToolCallRecord] = []
     result: TurnResult | None = None
-    failed_calls: set[str] = set()
+    unproductive: set[str] = set()
+    repeats = 0
+    proposed = False
     for step in range(options.max_tool_steps):
-        last_step = step == options.max_tool_steps - 1
-        choice = "required" if options.want_edit else ("none" if last_step else "auto")
-        temperature = max(options.temperature, RETRY_TEMPERATURE) if failed_calls else options.temperature
-        answer = await engine.generate(
+        tools_off = step == options.max_tool_steps - 1 or repeats >= REPEATS_BEFORE_TOOLS_OFF
+        choice = "required" if options.want_edit else ("none" if tools_off else "auto")
+        sampled = any(not record.productive for record in records)
+        temperature = max(options.temperature, RETRY_TEMPERATURE) if sampled else options.temperature
+        answer = await _generate(
+            engine,
             ChatRequest(
                 messages=list(conversation.messages),
                 tools=tools,
@@ -204,6 +227,7 @@ async def run_turn(
                 seed=step,
                 slot=conversation.id,
             ),
+            markers,
             on_piece,
         )
         result = count_answer(result, answer, records)
@@ -212,14 +236,22 @@ async def run_turn(
             conversation.messages.append({"role": "assistant", "content": answer.content})
             break
         call = answer.tool_calls[0]
-        # Off the event loop: a search through a large folder must not stall other requests or cancels.
-        outcome = await asyncio.to_thread(runner.run, call.name, call.arguments)
-        if outcome.proposed and verifier is not None:
-            problem = await verifier.check_latest(runner)
-            if problem is not None:
-                outcome = ToolOutcome.failed(problem)
+        signature = json.dumps([call.name, call.arguments], sort_keys=True)
+        if signature in unproductive:
+            repeats += 1
+            outcome = ToolOutcome.failed(_repeated(call.name, repeats))
+        else:
+            # Off the event loop: a search through a large folder must not stall other requests or cancels.
+            outcome = await asyncio.to_thread(runner.run, call.name, call.arguments)
+            if outcome.proposed and verifier is not None:
+                problem = await verifier.check_latest(runner)
+                if problem is not None:
+                    outcome = ToolOutcome.failed(problem)
+        productive = outcome.ok and not outcome.found_nothing
+        if not productive:
+            unproductive.add(signature)
         log.info("tool %s(%s) -> %s", call.name, json.dumps(call.arguments)[:2000], outcome.text[:300])
-        records.append(ToolCallRecord(call.name, call.arguments, outcome.text))
+        records.append(ToolCallRecord(call.name, call.arguments, outcome.text, productive))
         conversation.messages.append(
             {
                 "role": "assistant",
@@ -234,20 +266,115 @@ async def run_turn(
             }
         )
         conversation.messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
-        signature = json.dumps([call.name, call.arguments], sort_keys=True)
-        if not outcome.ok and signature in failed_calls:
-            log.info("the model repeated a call that failed; ending the turn")
-            result.content = answer.content
-            break
-        if not outcome.ok:
-            failed_calls.add(signature)
         if outcome.proposed or (verifier is not None and verifier.exhausted):
             # An edit is a proposal the user reviews: stop here rather than let the model pile more on.
             result.content = answer.content
             result.finish_reason = "tool_calls"
+            proposed = outcome.proposed
             break
     assert result is not None  # max_tool_steps >= 1
+    if options.want_edit or proposed or result.finish_reason in ("cancelled", "error"):
+        return result
+    if not _answers(result.content, records):
+        result = await _answer_now(engine, conversation, options, markers, on_piece, result)
     return result
+
+
+async def _generate(
+    engine: ChatEngine,
+    request: ChatRequest,
+    markers: frozenset[str],
+    on_piece: Callable[[str], None] | None,
+) -> ChatResult:
+    """The engine's answer, with the template's markup cut from what streams and from its content."""
+    cut = markup.MarkupFilter(markers)
+
+    def shown(piece: str) -> None:
+        text = cut.add(piece)
+        if text and on_piece is not None:
+            on_piece(text)
+
+    answer = await engine.generate(request, shown)
+    rest = cut.finish()
+    if rest and on_piece is not None:
+        on_piece(rest)
+    answer.content = markup.without_markup(answer.content, markers)
+    return answer
+
+
+def _repeated(name: str, repeats: int) -> str:
+    """What a call that repeats an unproductive one gets instead of running again."""
+    if repeats >= REPEATS_BEFORE_TOOLS_OFF:
+        then = "Answer now with what you found."
+    else:
+        then = "Try other words or a shorter pattern, or search without a pattern to list the files."
+    return (
+        f"you already called {name} with these arguments, and it failed or found nothing; it was not "
+        f"run again. {then}"
+    )
+
+
+def _answers(content: str, records: list[ToolCallRecord]) -> bool:
+    """Whether content is an answer for the user: not empty, not tool calls written as text (the last
+    perhaps cut off), and not a copy of what a tool returned."""
+    text = content.strip()
+    while (call := extract_json_call(text, TOOL_NAMES)) is not None:
+        text = call.rest.strip()
+    if not text or tool_call_start(text, TOOL_NAMES) == 0:  # nothing, or a call cut off by the limit
+        return False
+    for record in records:
+        if text == record.result.strip() or (not record.productive and text in record.result):
+            return False
+    return True
+
+
+async def _answer_now(
+    engine: ChatEngine,
+    conversation: Conversation,
+    options: TurnOptions,
+    markers: frozenset[str],
+    on_piece: Callable[[str], None] | None,
+    result: TurnResult,
+) -> TurnResult:
+    """The answer when the rounds ended without one: asked once more with the tools off, from the cached
+    conversation; or, should that be empty too, the server's account of the calls."""
+    conversation.messages.append({"role": "user", "content": ANSWER_NOW})
+    answer = await _generate(
+        engine,
+        ChatRequest(
+            messages=list(conversation.messages),
+            tools=schemas_for(options.tool_names),
+            tool_choice="none",
+            max_tokens=options.max_tokens,
+            temperature=options.temperature,
+            slot=conversation.id,
+        ),
+        markers,
+        on_piece,
+    )
+    result = count_answer(result, answer, result.tool_calls)
+    content = answer.content
+    if answer.finish_reason not in ("cancelled", "error") and not _answers(content, result.tool_calls):
+        content = no_answer(result.tool_calls)
+        if on_piece is not None:
+            on_piece(content)
+        result.finish_reason = "stop"
+    conversation.messages.append({"role": "assistant", "content": content})
+    result.content = content
+    return result
+
+
+def no_answer(records: list[ToolCallRecord]) -> str:
+    """The server's own answer when the model gave none: what was looked for, and what came of it."""
+    if not records:
+        return "The model gave no answer. Ask again, perhaps in other words."
+    lines = ["The model gave no answer. What it looked for:"]
+    for record in records[:8]:
+        arguments = json.dumps(record.arguments)[:120]
+        first = record.result.strip().splitlines()[0][:120] if record.result.strip() else "(nothing)"
+        lines.append(f"- {record.name} {arguments}: {first}")
+    lines.append("Ask again in other words, or name a file or a function to look at.")
+    return "\n".join(lines)
 
 
 def count_answer(result: TurnResult | None, answer: ChatResult, records: list[ToolCallRecord]) -> TurnResult:

@@ -99,6 +99,12 @@ def check_arguments(name: str, arguments: object) -> dict[str, Any]:
     # Models often spell an omitted optional argument as null.
     given = {key: value for key, value in arguments.items() if value is not None}
     expected = ", ".join(properties) or "none"
+    if _is_schema(given):
+        example = json.dumps({key: f"<{key}>" for key in properties})
+        raise ToolError(
+            f"that is the schema of {name}'s arguments, not arguments: pass the values themselves, as in "
+            f"{example} (its arguments are: {expected})"
+        )
     for key in given:
         if key not in properties:
             raise ToolError(f"{name} has no argument {key!r}; its arguments are: {expected}")
@@ -113,6 +119,25 @@ def check_arguments(name: str, arguments: object) -> dict[str, Any]:
                 f"the argument {key!r} to {name} must be {article} {kind}, not {repr(value)[:80]}"
             )
     return given
+
+
+def _is_schema(arguments: dict[str, Any]) -> bool:
+    """Whether a call's arguments are a JSON schema (small models copy the tool's declaration): an
+    object schema, a property given as a schema, or such JSON in a string."""
+    if arguments.get("type") == "object" or "properties" in arguments:
+        return True
+    for value in arguments.values():
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                continue
+        if isinstance(value, dict) and ("properties" in value or value.get("type") in _SCHEMA_TYPES):
+            return True
+    return False
+
+
+_SCHEMA_TYPES = frozenset({"object", "string", "integer", "number", "boolean", "array"})
 
 
 def glob_regex(glob: str) -> re.Pattern[str]:

@@ -11,6 +11,8 @@ from LSP types.
 from __future__ import annotations
 
 import logging
+import math
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +39,72 @@ LIST_MAX_FILES = 200
 SEARCH_MAX_MATCHES = 50
 SEARCH_TIME_BUDGET_S = 3.0  # a whole search, so a backtracking pattern cannot hold a turn up for long
 SEARCH_LINE_CHARS = 200
+CLOSEST_LINES = 20  # lines shown when a pattern matched none, ranked by the words of it they hold
+NOTHING = "No matches"  # how a search or a listing that found nothing begins
+
+# English function words: they say nothing about where the code is.
+_STOP_WORDS = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "that",
+        "this",
+        "from",
+        "into",
+        "when",
+        "what",
+        "which",
+        "where",
+        "there",
+        "their",
+        "then",
+        "than",
+        "them",
+        "they",
+        "have",
+        "has",
+        "had",
+        "not",
+        "are",
+        "was",
+        "were",
+        "been",
+        "being",
+        "can",
+        "could",
+        "should",
+        "would",
+        "will",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "does",
+        "did",
+        "doing",
+        "done",
+        "its",
+        "also",
+        "only",
+        "just",
+        "more",
+        "most",
+        "some",
+        "such",
+        "each",
+        "other",
+        "any",
+        "all",
+        "both",
+        "how",
+        "why",
+        "who",
+        "whom",
+        "whose",
+    ]
+)
 
 
 log = logging.getLogger("llama_lsp.tools")
@@ -50,6 +118,7 @@ class ToolOutcome:
     text: str
     ok: bool = True
     proposed: bool = False
+    found_nothing: bool = False  # a search or listing that came back empty
 
     @classmethod
     def failed(cls, problem: str) -> ToolOutcome:
@@ -84,7 +153,8 @@ class ToolRunner:
             handler = self._handlers.get(name)
             if handler is None:
                 raise ToolError(f"there is no tool named {name!r}; the tools are: {', '.join(TOOL_NAMES)}")
-            return ToolOutcome(handler(check_arguments(name, arguments)), proposed=name in EDIT_TOOL_NAMES)
+            text = handler(check_arguments(name, arguments))
+            return ToolOutcome(text, proposed=name in EDIT_TOOL_NAMES, found_nothing=text.startswith(NOTHING))
         except ToolError as exc:
             return ToolOutcome.failed(str(exc))
         except (OSError, RuntimeError, ValueError) as exc:  # the file system refused: e.g. a name too long
@@ -152,7 +222,9 @@ class ToolRunner:
     def _list_files(self, glob: str | None) -> str:
         names = [shown for shown, _ in self._files(glob)]
         if not names:
-            return f"No files match {glob!r}." if glob else "The workspace has no files."
+            return (
+                f"{NOTHING}: no files match {glob!r}." if glob else f"{NOTHING}: the workspace has no files."
+            )
         result = "\n".join(names[:LIST_MAX_FILES])
         if len(names) > LIST_MAX_FILES:
             result += f"\n... {len(names) - LIST_MAX_FILES} more; pass a narrower glob to see them"
@@ -197,9 +269,47 @@ class ToolRunner:
                 if len(text_shown) > SEARCH_LINE_CHARS:
                     text_shown = text_shown[:SEARCH_LINE_CHARS] + "..."
                 matches.append(f"{shown}:{number}: {text_shown}")
-        if not matches:
-            return f"{note}No matches for {pattern!r}."
-        return note + "\n".join(matches)
+        if matches:
+            return note + "\n".join(matches)
+        closest = self._closest_lines(pattern, args.get("glob"), deadline)
+        if closest:
+            return closest
+        return f"{NOTHING} for {pattern!r}."
+
+    def _closest_lines(self, pattern: str, glob: str | None, deadline: float) -> str:
+        """When a pattern matches no line (small models search for a whole sentence): the lines that hold
+        the most of its words, rarer words counting more, and a path's words counting too; "" when no
+        line holds any of them."""
+        words = query_words(pattern)
+        if len(words) < 2:
+            return ""
+        found: list[tuple[str, int, str, frozenset[str]]] = []
+        for shown, path in self._files(glob):
+            if time.monotonic() > deadline:
+                break
+            try:
+                text = self.proposals.text_after_edits(path)
+            except (ToolError, OSError):
+                continue
+            in_path = {word for word in words if word in shown.lower()}
+            for number, line in enumerate(split_lines(text), 1):
+                lowered = line.lower()
+                present = frozenset(word for word in words if word in lowered) | in_path
+                if present - in_path:
+                    found.append((shown, number, line.strip(), present))
+        if not found:
+            return ""
+        lines_with = {word: sum(word in present for *_, present in found) for word in words}
+        weight = {word: math.log(1 + len(found) / (1 + lines_with[word])) for word in words}
+        ranked = sorted(found, key=lambda item: -sum(weight[word] for word in item[3]))
+        shown_lines = [
+            f"{shown}:{number}: {text[:SEARCH_LINE_CHARS]}"
+            for shown, number, text, _ in ranked[:CLOSEST_LINES]
+        ]
+        return (
+            f"No line matches {pattern!r}. The lines with the most of its words "
+            f"({', '.join(words)}), best first:\n" + "\n".join(shown_lines)
+        )
 
     def _edit(self, args: dict[str, Any]) -> str:
         path = self.sandbox.resolve(args["path"])
@@ -261,3 +371,22 @@ def _first_changed_line(before: str, after: str) -> int:
             break
         prefix += 1
     return len(split_lines(before[:prefix] + "x"))  # the line the first changed character is on
+
+
+def query_words(text: str) -> list[str]:
+    """The words of a search that may name code: identifiers split at snake_case and camelCase,
+    lowercased, without short and common words, a plural's or a tense's ending cut so that `handles`
+    finds `handler`; in the order given, each once."""
+    words: list[str] = []
+    for token in re.findall(r"[A-Za-z][A-Za-z0-9]*", text):
+        for part in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", token):
+            word = part.lower()
+            if len(word) < 3 or word in _STOP_WORDS:
+                continue
+            for ending in ("ing", "ed", "es", "s"):
+                if word.endswith(ending) and len(word) - len(ending) >= 4:
+                    word = word[: -len(ending)]
+                    break
+            if word not in words:
+                words.append(word)
+    return words

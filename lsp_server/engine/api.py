@@ -283,6 +283,10 @@ class ChatEngine(Protocol):
         it (finish_reason "cancelled"). `keep_going` sees the text so far after each piece and may
         end it early by returning False (finish_reason "cancelled", the text kept)."""
 
+    async def render(self, request: ChatRequest) -> str | None:
+        """The prompt the model's chat template makes of the request's messages and tools; None where
+        the backend cannot say. Runs nothing."""
+
     def warm(self, request: ChatRequest, follow_up: bool = False) -> WarmJob:
         """Reads the request's messages into its slot in the background (only where can_warm). A
         follow-up's (a conversation with its latest answer) goes before other warming."""

@@ -300,6 +300,10 @@ class Engine:
         result = await self._enqueue(lambda engine, _job: engine.tokenize(request)).wait()
         return list(result["tokens"])
 
+    async def render(self, request: ChatRequest) -> str | None:
+        result = await self._enqueue(lambda engine, _job: engine.tokenize(request.to_native())).wait()
+        return str(result["prompt"])
+
     async def info(self) -> dict[str, Any]:
         """What the engine is and holds, read between jobs. While a request or a completion runs or
         waits, it is the one read before that job began, at once: an answer can take minutes, and a

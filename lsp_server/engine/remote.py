@@ -52,6 +52,10 @@ DETAIL_LIMIT = 1024  # bytes of the server's own words in a message
 MAX_TOKEN_CHARS = 512
 
 
+# A prompt's rendering (/apply-template) takes milliseconds; a chat waits on it, so not for long.
+RENDER_TIMEOUT_S = 5.0
+
+
 class RemoteEngine:
     """An OpenAI-compatible server as the engine (implements api.ChatEngine)."""
 
@@ -170,6 +174,32 @@ class RemoteEngine:
 
     async def info(self) -> dict[str, Any]:
         return {**self._info, "running": self._running}
+
+    async def render(self, request: ChatRequest) -> str | None:
+        """llama-server's /apply-template (beside the API's /v1); None where the server has none (a
+        404, or an answer without a prompt); EngineError where it failed to answer."""
+        root = self.config.split_url()[0].rstrip("/").removesuffix("/v1")
+        body = {"messages": request.messages, "tools": request.tools or []}
+        client = self._client.with_options(max_retries=0)  # a chat waits on it: no backing off
+        try:
+            answer = await asyncio.wait_for(
+                client.post(f"{root}/apply-template", body=body, cast_to=object),
+                min(self.config.deadline_s(0), RENDER_TIMEOUT_S),
+            )
+        except openai.NotFoundError:
+            return None
+        except asyncio.TimeoutError:
+            raise self._error(
+                f"the backend at {self._url} did not render a prompt in time", "timeout"
+            ) from None
+        except openai.APIError as exc:
+            raise self._fault(exc) from None
+        except Exception as exc:  # not JSON, or the connection dropped
+            raise self._error(
+                f"the backend's /apply-template failed ({type(exc).__name__})", "server_error"
+            ) from None
+        prompt = answer.get("prompt") if isinstance(answer, dict) else None
+        return prompt if isinstance(prompt, str) else None
 
     def warm(self, request: ChatRequest, follow_up: bool = False) -> Any:
         raise EngineError("a remote backend is not warmed from here", "unsupported")

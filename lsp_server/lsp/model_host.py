@@ -239,6 +239,14 @@ class HostedEngine:
     async def info(self) -> dict[str, Any]:
         return await self._on_the_newest(lambda engine: engine.info())
 
+    async def render(self, request: ChatRequest) -> str | None:
+        return await self._on_the_newest(lambda engine: engine.render(request))
+
+    @property
+    def hosted_engine(self) -> ChatEngine:
+        """The engine itself, which outlives this request's hold on it: what per-engine caches key on."""
+        return self._engine
+
     async def aclose(self) -> None:
         """Nothing: the host owns the engine and closes it; a request only holds it."""
 

@@ -823,6 +823,21 @@ step("a code action edits the buffer", function()
   assert(vim.bo[buf].modified, "the edit went to disk, not to the buffer")
 end)
 
+step("a question whose search finds nothing still gets an answer in the chat", function()
+  -- The test model then repeats its call and writes calls as text: the reply is still an answer (its
+  -- own, asked once more with the tools off, or the server's account of what it looked for).
+  vim.cmd("LlamaNew")
+  local result = ask(
+    "LlamaChat Use the search tool to find the text 'zqx vtw eviction' in the workspace, then tell me which file has it."
+  )
+  assert(vim.trim(result.content) ~= "", "empty answer: " .. vim.inspect(result))
+  for _, marker in ipairs({ "<tool_call>", "<tool_response>", "<tools>", "<|" }) do
+    assert(not result.content:find(marker, 1, true), "the template's " .. marker .. " in the answer: " .. result.content)
+  end
+  local text = chat_text()
+  assert(text:find("## Llama\n\n" .. result.content, 1, true), "the answer is not in the chat:\n" .. text)
+end)
+
 step(":checkhealth reports OK", function()
   vim.cmd("checkhealth llama_lsp")
   local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")

@@ -10,7 +10,8 @@
 //
 // Two scenarios, each with its own fresh profile (user-data and extensions directory) and code-server:
 // `install` (no server anywhere: the extension installs the one it carries, then chat answers) and
-// `main` (the checkout's server: chat, remote backend, code actions, inline completion, failing tests as problems).
+// `main` (the checkout's server: chat, a search that finds nothing, remote backend, code actions, inline
+// completion, failing tests as problems).
 //
 // Options: --no-extension  check the infrastructure only (code-server, browser, open a file)
 //          --only=NAME     run one scenario: install or main
@@ -455,7 +456,7 @@ async function lastAssistant(frame) {
 
 // Asks one question in the chat view; returns the finished answer and the text lengths seen while
 // it streamed.
-async function ask(frame, question, shotName) {
+async function ask(frame, question, shotName, finishReasons = ["stop"]) {
   const before = (await lastAssistant(frame))?.count ?? 0;
   await frame.locator("textarea#prompt").fill(question, { timeout: 30_000 });
   await frame.locator("button#send").click({ timeout: 10_000 });
@@ -471,7 +472,7 @@ async function ask(frame, question, shotName) {
   }, 100);
   log(`answer: ${answer.text.length} chars, finish ${answer.finishReason}, lengths seen while streaming [${lengths.join(", ")}], stats "${answer.stats}"`);
   log(`answer text: ${JSON.stringify(answer.text.slice(0, 300))}${answer.text.length > 300 ? "…" : ""}`);
-  check(answer.finishReason === "stop", `finish reason is ${JSON.stringify(answer.finishReason)}, expected "stop"`);
+  check(finishReasons.includes(answer.finishReason), `finish reason is ${JSON.stringify(answer.finishReason)}, expected ${finishReasons.join(" or ")}`);
   check(answer.text.length > 0, "the answer is empty");
   return { answer, lengths };
 }
@@ -500,6 +501,17 @@ async function chatFollowUp(page) {
   const status = await waitForStatus(page, /Llama: \d+% cached/, 30_000, 'the status bar to show "NN% cached"');
   check(Number(/(\d+)%/.exec(status)[1]) > 0, `the status bar shows no reuse after the follow-up: "${status}"`);
   log(`status bar after the follow-up: "${status}"`);
+}
+
+// A question whose search finds nothing: the test model then repeats its call and writes calls as text;
+// the reply is still an answer (the model's, asked once more with tools off, or the server's account of
+// what it looked for), never empty and never the chat template's markup.
+async function chatNothingFound() {
+  const question = "Use the search tool to find the text 'zqx vtw eviction' in the workspace, then tell me which file has it.";
+  const { answer } = await ask(state.chat, question, "nothing-found", ["stop", "length"]);
+  for (const marker of ["<tool_call>", "<tool_response>", "<tools>", "<|"]) {
+    check(!answer.text.includes(marker), `the answer shows the template's ${marker}: ${JSON.stringify(answer.text.slice(0, 300))}`);
+  }
 }
 
 // The Llama status bar item's tooltip, which starts with the server's status message ("<model> ready"):
@@ -966,6 +978,7 @@ async function mainScenario() {
   if (!withExtension) return;
   await step("chat", () => chat(page));
   await step("chat-follow-up", () => chatFollowUp(page));
+  await step("chat-nothing-found", () => chatNothingFound());
   await step("remote-backend", () => remoteBackend(page, dirs));
   await step("document", () => documentFunction(page, dirs));
   await step("inline-completion", () => inlineCompletion(page, dirs));
