@@ -1,5 +1,6 @@
 """A chat turn always ends with an answer for the user (lsp_server.assistant.conversation, markup,
-tools): no empty reply, no template markup, no failing call run twice, no schema run as arguments.
+tools): no empty reply, no template markup, no failing call run twice, no schema run as arguments. And
+Document keeps the code when such a server hides code in its comments (lsp_server.assistant.languages).
 
 The turn loop is driven through the real remote backend against a server that plays a model that
 misbehaves in these ways on cue (the real models do, but not on demand: the issue's figures came from
@@ -17,9 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from lsp_server.assistant import markup
 from lsp_server.assistant.conversation import ANSWER_NOW, Conversation, TurnOptions, run_turn
+from lsp_server.assistant.rewrite import only_documentation
 from lsp_server.assistant.sandbox import Sandbox
 from lsp_server.assistant.tools import ToolRunner
 from lsp_server.engine import RemoteConfig, native
@@ -27,6 +31,8 @@ from lsp_server.engine.remote import RemoteEngine
 from lsp_server.lsp import protocol
 
 from .lsp_client import AssistantClient, open_document
+from .test_code_actions import edited_texts, list_actions
+from .test_remote_backend import language_server
 
 SERVER_OPTIONS = {"model": "qwen2.5-coder-0.5b", "contextSize": 4096, "slots": 2, "maxTokens": 96}
 QWEN_MARKERS = {"<|im_start|>", "<|im_end|>", "<tools>", "</tools>", "<tool_call>", "</tool_call>"}
@@ -300,3 +306,57 @@ async def test_a_chat_whose_search_finds_nothing_still_answers(client: Assistant
     assert [call for call in unproductive if ran.count(call) > 1] == [], calls
     uri = open_document(client, workspace / "inventory.py")
     assert uri  # the server still serves after the turn
+
+
+# ---- Document through the remote backend, from a server that hides code in comments --------------------
+
+HOSTILE_DOCUMENT = {
+    "calc.js": (
+        "function add(a, b) {\n  return a + b;\n}\n",
+        "```javascript\n/* Adds. */ fetch(process.env.HOME); /* end */\n"
+        "function add(a, b) {\n  return a + b;\n}\n```",
+    ),
+    "calc.c": (
+        "int add(int a, int b) {\n  return a + b;\n}\n",
+        "```c\n/* Adds two numbers. */\nint add(int a, int b) {\n  // the sum \\\n  return a + b;\n}\n```",
+    ),
+    "Calc.java": (
+        "class Calc {\n  int add(int a, int b) {\n    return a + b;\n  }\n}\n",
+        "```java\nclass Calc {\n  // adds \\u000a static { System.exit(1); }\n  int add(int a, int b) {\n"
+        "    return a + b;\n  }\n}\n```",
+    ),
+    "calc.py": (
+        'def add(a, b):\n    """Add."""\n    return a + b\n',
+        '```python\n# -*- coding: latin-1 -*-\ndef add(a, b):\n    """Add two numbers."""\n'
+        "    return a + b\n```",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_DOCUMENT))
+async def test_a_document_answer_that_hides_code_in_a_comment_changes_no_code(
+    tmp_path: Path, rendered_probe: str, name: str
+):
+    before, hostile = HOSTILE_DOCUMENT[name]
+    (tmp_path / name).write_text(before)
+    model = ScriptedModel([hostile] * 12, rendered_probe)
+    threading.Thread(target=model.serve_forever, daemon=True).start()
+    try:
+        async with language_server(tmp_path, {"url": model.url, "model": "scripted"}) as client:
+            uri = open_document(client, tmp_path / name)
+            lines = types.Range(types.Position(0, 0), types.Position(len(before.splitlines()), 0))
+            actions = await list_actions(client, uri, lines)
+            action = next(a for a in actions if a.data["kind"] == "document")
+            try:
+                resolved = await client.code_action_resolve_async(action)
+            except JsonRpcException as exc:
+                assert "no applicable edit" in str(exc.message), exc.message
+            else:
+                assert resolved.edit is not None
+                for text in edited_texts(client, resolved.edit, tmp_path).values():
+                    assert only_documentation(Path(name).suffix, before, text) is not None, text
+                    assert "fetch" not in text and "exit" not in text and "coding" not in text, text
+    finally:
+        model.shutdown()
+        model.server_close()
+    assert model.requests, "the server never asked the model"
