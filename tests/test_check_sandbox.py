@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.assistant import check_sandbox
-from lsp_server.assistant.check_sandbox import CheckSandbox
+from lsp_server.assistant.check_sandbox import CheckSandbox, SandboxMode
 from lsp_server.assistant.sandbox import Sandbox
 from lsp_server.assistant.tools import ToolRunner
 from lsp_server.assistant.verify import Verifier
@@ -205,24 +205,34 @@ async def test_a_hostile_check_stays_in_its_box(
     assert left == []
 
 
+SPAWNS = (
+    "(sleep 1000.21 &)",  # a background child of a subshell
+    "setsid sleep 1000.22 > /dev/null 2>&1 &",  # a new session: out of the process group
+    "(setsid sh -c 'sleep 1000.23 & exit' > /dev/null 2>&1 &)",  # a double fork into a new session
+)
+
+
+@pytest.mark.parametrize("mode", ["auto", "none"])
 @pytest.mark.parametrize("ending", ["pass", "fail", "timeout", "cancel"])
-async def test_no_process_of_the_check_outlives_it(project: Path, ending: str):
-    children = "(sleep 1000.21 &); setsid sleep 1000.22 > /dev/null 2>&1 &"
+async def test_no_process_of_the_check_outlives_it(project: Path, mode: SandboxMode, ending: str):
+    """With the sandbox or without it (`verifySandbox` "none": the supervisor, a child subreaper)."""
     last = {"pass": "true", "fail": "false", "timeout": "sleep 60", "cancel": "sleep 60"}[ending]
-    check = Verifier(f"{children} {last}", 1 if ending == "timeout" else 30, 3, Sandbox([project]))
+    command = "\n".join([*SPAWNS, last])
+    check = Verifier(command, 2 if ending == "timeout" else 30, 3, Sandbox([project]), CheckSandbox(mode))
     task = asyncio.ensure_future(check.check_latest(proposed(project)))
     if ending == "cancel":
         deadline = time.monotonic() + 10
-        while not processes_running("sleep", "1000.22") and time.monotonic() < deadline:
+        while not processes_running("sleep", "1000.23") and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        assert processes_running("sleep", "1000.22"), "the check never started"
+        assert processes_running("sleep", "1000.23"), "the check never started"
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
     else:
         problem = await task
         assert (problem is None) == (ending == "pass"), check.verification.output
-    assert no_check_processes_within(1.0, "1000.21", "1000.22") == []
+        assert check.verification.sandbox == ("bwrap" if mode == "auto" else "none")
+    assert no_check_processes_within(1.0, "1000.21", "1000.22", "1000.23") == []
 
 
 async def test_the_check_runs_under_limits(project: Path):
@@ -419,41 +429,13 @@ async def test_a_check_reaches_no_socket_outside_its_copy(system_sockets: UnixLi
         in_venv.close()
 
 
-SPAWNS = (
-    "setsid sleep 1000.41 > /dev/null 2>&1 &",  # a new session: out of the process group
-    "(setsid sh -c 'sleep 1000.42 & exit' > /dev/null 2>&1 &)",  # a double fork into a new session
-)
-
-
-@pytest.mark.parametrize("mode", ["auto", "none"])
-@pytest.mark.parametrize("ending", ["pass", "timeout", "cancel"])
-async def test_processes_that_leave_the_checks_session_end_with_it(project: Path, mode: str, ending: str):
-    last = {"pass": "true", "timeout": "sleep 60", "cancel": "sleep 60"}[ending]
-    command = "\n".join([*SPAWNS, last])
-    check = Verifier(command, 2 if ending == "timeout" else 30, 3, Sandbox([project]), CheckSandbox(mode))  # type: ignore[arg-type]
-    task = asyncio.ensure_future(check.check_latest(proposed(project)))
-    if ending == "cancel":
-        deadline = time.monotonic() + 10
-        while not processes_running("sleep", "1000.42") and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        assert processes_running("sleep", "1000.42"), "the check never started"
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-    else:
-        problem = await task
-        assert (problem is None) == (ending == "pass"), check.verification.output
-        assert check.verification.sandbox == ("bwrap" if mode == "auto" else "none")
-    assert no_check_processes_within(1.0, "1000.41", "1000.42") == []
-
-
 @pytest.mark.parametrize("mode", ["auto", "none"])
 async def test_a_check_that_allocates_past_the_memory_limit_fails(
-    project: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+    project: Path, mode: SandboxMode, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setattr(check_sandbox, "DATA_LIMIT", 256 << 20)
     allocate = f"{sys.executable} -c 'bytearray(512 << 20); print(\"allocated\")'"
-    check = Verifier(f"cat /proc/self/limits; {allocate}", 30, 3, Sandbox([project]), CheckSandbox(mode))  # type: ignore[arg-type]
+    check = Verifier(f"cat /proc/self/limits; {allocate}", 30, 3, Sandbox([project]), CheckSandbox(mode))
     problem = await check.check_latest(proposed(project))
     output = check.verification.output
     assert problem is not None and "MemoryError" in output and "allocated" not in output, output
@@ -464,13 +446,13 @@ async def test_a_check_that_allocates_past_the_memory_limit_fails(
 @pytest.mark.parametrize("where", ["copy", "tmp"])
 @pytest.mark.parametrize("mode", ["auto", "none"])
 async def test_a_check_that_writes_past_the_write_limit_is_stopped(
-    project: Path, mode: str, where: str, monkeypatch: pytest.MonkeyPatch
+    project: Path, mode: SandboxMode, where: str, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setattr(check_sandbox, "WRITE_LIMIT", 8 << 20)
     folder = "." if where == "copy" else "$TMPDIR"
     write = f"head -c 1048576 /dev/zero > {folder}/f$i || exit 3"
     command = f"for i in $(seq 1 40); do {write}; sleep 0.05; done; echo done"
-    check = Verifier(command, 30, 3, Sandbox([project]), CheckSandbox(mode))  # type: ignore[arg-type]
+    check = Verifier(command, 30, 3, Sandbox([project]), CheckSandbox(mode))
     started = time.monotonic()
     problem = await check.check_latest(proposed(project))
     output = check.verification.output
