@@ -1,0 +1,547 @@
+"""The workspace index: every file's code as chunks that a question in words can find, ranked lexically.
+
+A chunk is a unit a reader would point at: in Python (the standard library's `ast`) a function, a
+method, a small class whole, or a run of module-level statements; in other files a window of
+CHUNK_LINES lines. Each chunk is counted as words (identifiers split at snake_case and camelCase,
+lowercased, a plural's or a tense's ending cut, English function words left out), its path's and
+symbol's words counted PATH_WEIGHT and SYMBOL_WEIGHT times more, and ranked with BM25 (the `bm25s`
+package). A test file's chunks count TEST_WEIGHT as much, and documentation's PROSE_WEIGHT: a test or a
+changelog that merely names a function should not outrank the code that implements it.
+
+The files are git's (`git ls-files`: tracked and untracked, not ignored) where the folder is a
+repository, else every file the tools see (lsp_server.assistant.sandbox); binary, generated-looking
+(minified) and huge files are skipped and counted. An index is saved as JSON and loaded back, each
+file re-read only when its size or modification time changed. Plain Python; no LSP types, no model.
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import json
+import logging
+import os
+import re
+import subprocess
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import bm25s
+import numpy as np
+
+from .sandbox import MAX_FILE_BYTES, Sandbox, ToolError
+
+log = logging.getLogger("llama_lsp.codebase")
+
+FORMAT_VERSION = 1  # of the saved index: another is read as none
+CHUNK_LINES = 40  # a window of a file that is not Python, and the longest run of module-level lines
+MAX_FILES = 20_000
+MAX_CHUNK_WORDS = 2_000  # a chunk's words past these are not counted (a data table, a long literal)
+PATH_WEIGHT = 3
+SYMBOL_WEIGHT = 3
+TEST_WEIGHT = 0.5
+PROSE_WEIGHT = 0.5  # documentation: it describes the code, but the question is for the code
+LONG_LINE_CHARS = 1_000  # a file with such lines is minified or generated: not code to read
+SNIPPET_LINES = 8
+
+# English function words: they say nothing about where the code is.
+_STOP_WORDS = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "that",
+        "this",
+        "from",
+        "into",
+        "when",
+        "what",
+        "which",
+        "where",
+        "there",
+        "their",
+        "then",
+        "than",
+        "them",
+        "they",
+        "have",
+        "has",
+        "had",
+        "not",
+        "are",
+        "was",
+        "were",
+        "been",
+        "being",
+        "can",
+        "could",
+        "should",
+        "would",
+        "will",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "does",
+        "did",
+        "doing",
+        "done",
+        "its",
+        "also",
+        "only",
+        "just",
+        "more",
+        "most",
+        "some",
+        "such",
+        "each",
+        "other",
+        "any",
+        "all",
+        "both",
+        "how",
+        "why",
+        "who",
+        "whom",
+        "whose",
+    ]
+)
+_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_PART = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+
+
+def words(text: str) -> list[str]:
+    """The words of text that may name code, in order, repeated as they are: identifiers split at
+    snake_case and camelCase, lowercased, without short and common words, a plural's or a tense's
+    ending cut so that `handles` finds `handler`."""
+    found = []
+    for token in _IDENTIFIER.findall(text):
+        for part in _PART.findall(token):
+            word = part.lower()
+            if len(word) < 3 or word in _STOP_WORDS:
+                continue
+            found.append(_stem(word))
+    return found
+
+
+def _stem(word: str) -> str:
+    for ending in ("ing", "ed", "es", "s"):
+        if word.endswith(ending) and len(word) - len(ending) >= 4:
+            return word[: -len(ending)]
+    return word
+
+
+def is_test_file(path: str) -> bool:
+    """Whether a path (relative, `/`-separated) is a test's: in a tests folder, or named as tests are."""
+    parts = path.lower().split("/")
+    name = parts[-1]
+    stem = name.rsplit(".", 1)[0]
+    return (
+        any(part in ("test", "tests", "testing", "spec", "specs", "__tests__") for part in parts[:-1])
+        or stem.startswith("test_")
+        or stem.endswith(("_test", ".test", ".spec", "_spec"))
+        or name == "conftest.py"
+    )
+
+
+def is_prose(path: str) -> bool:
+    """Whether a path is documentation rather than code: text, Markdown, reStructuredText, a changelog."""
+    name = path.lower().rsplit("/", 1)[-1]
+    return name.endswith((".md", ".rst", ".txt", ".adoc")) or name.startswith(
+        ("changelog", "changes", "history", "news")
+    )
+
+
+def file_weight(path: str) -> float:
+    """How much a file's chunks count: a test or a document that names the code counts less than it."""
+    if is_test_file(path):
+        return TEST_WEIGHT
+    return PROSE_WEIGHT if is_prose(path) else 1.0
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A unit of a file the index ranks: lines start..end (1-based, inclusive) and what it defines."""
+
+    start_line: int
+    end_line: int
+    symbol: str | None
+    words: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A chunk a query found."""
+
+    path: str  # relative to the first folder (absolute in others), `/`-separated
+    start_line: int
+    end_line: int
+    score: float
+    symbol: str | None
+    snippet: str  # its first lines
+
+
+@dataclass
+class _File:
+    size: int
+    mtime_ns: int
+    chunks: list[Chunk]
+
+
+@dataclass
+class Skipped:
+    """What the index left out, by why."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, why: str) -> None:
+        self.counts[why] = self.counts.get(why, 0) + 1
+
+
+class CodebaseIndex:
+    """The index of the files under `roots` (the workspace folders)."""
+
+    def __init__(self, roots: Iterable[Path]) -> None:
+        self.sandbox = Sandbox(list(roots))
+        self._files: dict[str, _File] = {}  # by shown path
+        self.skipped = Skipped()
+        self._ranker: _Ranker | None = None  # rebuilt on the next search after a change
+        self.ready = False  # every file was indexed once
+
+    @property
+    def n_files(self) -> int:
+        return len(self._files)
+
+    @property
+    def n_chunks(self) -> int:
+        return sum(len(entry.chunks) for entry in self._files.values())
+
+    # ---- building ----------------------------------------------------------------------------------
+
+    def listed_files(self) -> dict[str, Path]:
+        """The files to index, shown path -> path: git's where a folder is a repository (.gitignore
+        respected), else every file the tools see."""
+        found: dict[str, Path] = {}
+        for root in self.sandbox.roots:
+            tracked = _git_files(root)
+            paths = (
+                tracked
+                if tracked is not None
+                else [p for p in self.sandbox.files() if p.is_relative_to(root)]
+            )
+            for path in paths:
+                if len(found) >= MAX_FILES:
+                    self.skipped.add(f"past {MAX_FILES} files")
+                    continue
+                found.setdefault(self.sandbox.display(path), path)
+        return found
+
+    def build(
+        self,
+        pause: Callable[[], None] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        """Indexes every file that is new or changed since it was indexed (all of them the first time),
+        and forgets the files that are gone. `pause` is called between files (it may wait while the
+        model works); `progress(done, total)` now and then."""
+        listed = self.listed_files()
+        for gone in set(self._files) - set(listed):
+            del self._files[gone]
+        total = len(listed)
+        for done, (shown, path) in enumerate(sorted(listed.items()), 1):
+            if pause is not None:
+                pause()
+            self._refresh(shown, path)
+            if progress is not None and (done % 50 == 0 or done == total):
+                progress(done, total)
+        self._ranker = None
+        self.ready = True
+
+    def update(self, path: Path, text: str | None = None) -> None:
+        """Indexes one file again (a save, a change, a new file): with `text`, as the editor holds it;
+        a file that is gone, or outside the folders, is forgotten."""
+        try:
+            path = path.resolve()
+        except (OSError, RuntimeError):
+            return
+        if not self.sandbox.contains(path):
+            return
+        shown = self.sandbox.display(path)
+        if text is None and not path.is_file():
+            if self._files.pop(shown, None) is not None:
+                self._ranker = None
+            return
+        self._refresh(shown, path, text)
+        self._ranker = None
+
+    def _refresh(self, shown: str, path: Path, text: str | None = None) -> None:
+        try:
+            status = path.stat()
+        except OSError:
+            self._files.pop(shown, None)
+            return
+        known = self._files.get(shown)
+        if (
+            text is None
+            and known is not None
+            and (known.size, known.mtime_ns) == (status.st_size, status.st_mtime_ns)
+        ):
+            return
+        if text is None:
+            text = self._read(path, status.st_size)
+            if text is None:
+                self._files.pop(shown, None)
+                return
+        self._files[shown] = _File(status.st_size, status.st_mtime_ns, chunks_of(shown, text))
+
+    def _read(self, path: Path, size: int) -> str | None:
+        if size > MAX_FILE_BYTES:
+            self.skipped.add(f"over {MAX_FILE_BYTES >> 10} KB")
+            return None
+        try:
+            data = path.read_bytes()
+        except OSError:
+            self.skipped.add("unreadable")
+            return None
+        if b"\0" in data[:8192]:
+            self.skipped.add("binary")
+            return None
+        text = data.decode("utf-8", errors="replace")
+        if any(len(line) > LONG_LINE_CHARS for line in text.splitlines()[:200]):
+            self.skipped.add("minified or generated")
+            return None
+        return text
+
+    # ---- searching ---------------------------------------------------------------------------------
+
+    def search(self, query: str, limit: int = 10) -> list[Hit]:
+        """The chunks that best match the words of `query`, best first."""
+        hits = []
+        for shown, chunk, score in self._best_chunks(query, limit):
+            hits.append(
+                Hit(
+                    shown,
+                    chunk.start_line,
+                    chunk.end_line,
+                    round(score, 4),
+                    chunk.symbol,
+                    self._snippet(shown, chunk),
+                )
+            )
+        return hits
+
+    def rank_files(self, query: str, limit: int = 10) -> list[tuple[str, float]]:
+        """The files whose best chunk best matches `query`, best first."""
+        best: dict[str, float] = {}
+        for shown, _chunk, score in self._best_chunks(query, max(limit * 20, 100)):
+            best.setdefault(shown, round(score, 4))
+        return sorted(best.items(), key=lambda item: -item[1])[:limit]
+
+    def _best_chunks(self, query: str, limit: int) -> list[tuple[str, Chunk, float]]:
+        wanted = words(query)
+        if not wanted or not self._files:
+            return []
+        ranker = self._ranked()
+        scores = ranker.scores(wanted)
+        top = (
+            np.argpartition(-scores, min(limit, len(scores) - 1))[:limit]
+            if len(scores) > limit
+            else np.arange(len(scores))
+        )
+        found = sorted(
+            ((float(scores[i]), int(i)) for i in top if scores[i] > 0), key=lambda item: (-item[0], item[1])
+        )
+        return [(*ranker.chunks[i], score) for score, i in found]
+
+    def _ranked(self) -> _Ranker:
+        if self._ranker is None:
+            self._ranker = _Ranker(self._files)
+        return self._ranker
+
+    def _snippet(self, shown: str, chunk: Chunk) -> str:
+        try:
+            path = self.sandbox.resolve(shown)
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except (OSError, ToolError):  # gone since, or refused by the path rule
+            return ""
+        return "\n".join(
+            lines[chunk.start_line - 1 : min(chunk.end_line, chunk.start_line + SNIPPET_LINES - 1)]
+        )
+
+    # ---- saving ------------------------------------------------------------------------------------
+
+    def save(self, target: Path) -> None:
+        """Writes the index to `target` (gzipped JSON), through a temporary file and a rename."""
+        files = {
+            shown: [
+                entry.size,
+                entry.mtime_ns,
+                [[c.start_line, c.end_line, c.symbol, " ".join(c.words)] for c in entry.chunks],
+            ]
+            for shown, entry in self._files.items()
+        }
+        payload = {
+            "version": FORMAT_VERSION,
+            "roots": [str(root) for root in self.sandbox.roots],
+            "files": files,
+        }
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(target.name + f".{os.getpid()}.tmp")
+        with gzip.open(temporary, "wt", encoding="utf-8", compresslevel=3) as out:
+            json.dump(payload, out, separators=(",", ":"))
+        os.replace(temporary, target)
+
+    def load(self, source: Path) -> bool:
+        """Reads an index saved for these folders; False (and nothing read) when there is none, or it is
+        another version's, another folder's or unreadable: it is untrusted input, checked as read."""
+        try:
+            with gzip.open(source, "rt", encoding="utf-8") as saved:
+                payload = json.load(saved)
+            if payload.get("version") != FORMAT_VERSION:
+                return False
+            if payload.get("roots") != [str(root) for root in self.sandbox.roots]:
+                return False
+            files = {shown: _loaded_file(entry) for shown, entry in payload["files"].items()}
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, EOFError) as exc:
+            log.info("no saved index read from %s: %s", source, exc)
+            return False
+        self._files = files
+        self._ranker = None
+        return True
+
+
+def _loaded_file(entry: Any) -> _File:
+    size, mtime_ns, chunks = entry
+    if not isinstance(size, int) or not isinstance(mtime_ns, int):
+        raise TypeError("size and time must be integers")
+    loaded = []
+    for start, end, symbol, text in chunks:
+        if not (isinstance(start, int) and isinstance(end, int) and isinstance(text, str)):
+            raise TypeError("a chunk's lines must be integers and its words text")
+        if symbol is not None and not isinstance(symbol, str):
+            raise TypeError("a chunk's symbol must be text")
+        loaded.append(Chunk(start, end, symbol, tuple(text.split())))
+    return _File(size, mtime_ns, loaded)
+
+
+class _Ranker:
+    """BM25 over every chunk of the index, as it was when built."""
+
+    def __init__(self, files: dict[str, _File]) -> None:
+        self.chunks: list[tuple[str, Chunk]] = [
+            (shown, chunk) for shown in sorted(files) for chunk in files[shown].chunks
+        ]
+        self._bm25 = bm25s.BM25()
+        corpus = [list(chunk.words) or [""] for _, chunk in self.chunks]
+        self._bm25.index(corpus, show_progress=False)
+        self._weights = np.array([file_weight(shown) for shown, _ in self.chunks])
+
+    def scores(self, query: list[str]) -> np.ndarray:
+        known = [word for word in dict.fromkeys(query) if word in self._bm25.vocab_dict]
+        if not known:
+            return np.zeros(len(self.chunks))
+        return np.asarray(self._bm25.get_scores(known)) * self._weights
+
+
+# ---- chunks ---------------------------------------------------------------------------------------------
+
+
+def chunks_of(shown: str, text: str) -> list[Chunk]:
+    """A file's chunks: Python's definitions, or windows of lines."""
+    path_words = words(shown.replace("/", " ").replace(".", " "))
+    spans: list[tuple[int, int, str | None]]
+    if shown.endswith(".py"):
+        try:
+            spans = _python_spans(text)
+        except (SyntaxError, ValueError, RecursionError):
+            spans = _windows(text)
+    else:
+        spans = _windows(text)
+    lines = text.splitlines()
+    chunks = []
+    for start, end, symbol in spans:
+        body = words("\n".join(lines[start - 1 : end]))[:MAX_CHUNK_WORDS]
+        named = words(symbol or "") * SYMBOL_WEIGHT
+        chunks.append(Chunk(start, end, symbol, tuple(body + named + path_words * PATH_WEIGHT)))
+    return chunks or [Chunk(1, 1, None, tuple(path_words * PATH_WEIGHT))]
+
+
+def _windows(text: str) -> list[tuple[int, int, str | None]]:
+    n = max(len(text.splitlines()), 1)
+    return [(start, min(start + CHUNK_LINES - 1, n), None) for start in range(1, n + 1, CHUNK_LINES)]
+
+
+def _python_spans(text: str) -> list[tuple[int, int, str | None]]:
+    """Python's units: each function; each class whole when it is short, else its head and each
+    method; runs of other module-level statements, CHUNK_LINES at most."""
+    tree = ast.parse(text)
+    spans: list[tuple[int, int, str | None]] = []
+    loose: list[tuple[int, int]] = []  # module-level statements not yet in a span
+
+    def flush() -> None:
+        while loose:
+            start = loose[0][0]
+            end = start
+            while loose and loose[0][1] - start < CHUNK_LINES:
+                end = loose.pop(0)[1]
+            if end == start and loose and loose[0][0] == start:  # one statement longer than a window
+                end = loose.pop(0)[1]
+            spans.append((start, end, None))
+
+    for node in tree.body:
+        start, end = _lines_of(node)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            flush()
+            spans.append((start, end, node.name))
+        elif isinstance(node, ast.ClassDef):
+            flush()
+            spans.extend(_class_spans(node, start, end))
+        else:
+            loose.append((start, end))
+    flush()
+    return spans
+
+
+def _class_spans(node: ast.ClassDef, start: int, end: int) -> list[tuple[int, int, str | None]]:
+    methods = [item for item in node.body if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)]
+    if end - start < 2 * CHUNK_LINES or not methods:
+        return [(start, end, node.name)]
+    spans: list[tuple[int, int, str | None]] = []
+    head_end = _lines_of(methods[0])[0] - 1
+    spans.append((start, max(head_end, start), node.name))
+    for method in methods:
+        first, last = _lines_of(method)
+        spans.append((first, last, f"{node.name}.{method.name}"))
+    return spans
+
+
+def _lines_of(node: ast.stmt) -> tuple[int, int]:
+    decorators = getattr(node, "decorator_list", [])
+    start = min([node.lineno, *(d.lineno for d in decorators)])
+    return start, node.end_lineno or node.lineno
+
+
+def _git_files(root: Path) -> list[Path] | None:
+    """The files git would commit in root (tracked, or untracked and not ignored); None where root is
+    not in a git work tree or git is missing."""
+    if not (root / ".git").exists():
+        return None
+    try:
+        listed = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            capture_output=True,
+            timeout=30,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    paths = []
+    for name in listed.decode("utf-8", errors="surrogateescape").split("\0"):
+        if name:
+            path = root / name
+            if path.is_file() and not path.is_symlink():
+                paths.append(path)
+    return paths

@@ -1,0 +1,209 @@
+"""The workspace index (lsp_server.assistant.codebase): what it indexes, how it ranks, how it follows
+changes, how it is saved and read back, and what it does with files that are not code. No model."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lsp_server.assistant import codebase
+from lsp_server.assistant.codebase import CodebaseIndex, words
+
+RETRY = '''"""Talking to the server."""
+
+import time
+
+RETRY_DELAY_S = 0.5
+
+
+def reach_server(server, attempts=3):
+    """Connects, waiting longer after each failed attempt (the delay doubles)."""
+    delay = RETRY_DELAY_S
+    for _ in range(attempts):
+        if server.connect():
+            return True
+        time.sleep(delay)
+        delay *= 2
+    return False
+
+
+class Session:
+    def close(self):
+        return None
+'''
+
+TEST = """from net import reach_server
+
+
+def test_reach_server_gives_up():
+    # the delay doubles after each failed attempt: reach_server, reach_server, reach_server
+    assert reach_server(None, attempts=0) is False
+"""
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "src" / "net.py").write_text(RETRY)
+    (root / "src" / "shapes.py").write_text("def area(width, height):\n    return width * height\n")
+    (root / "tests" / "test_net.py").write_text(TEST)
+    (root / "README.md").write_text(
+        "# Net\n\nReach the server; the retry delay doubles after each attempt.\n"
+    )
+    (root / ".gitignore").write_text("ignored/\n")
+    (root / "ignored").mkdir()
+    (root / "ignored" / "secret.py").write_text("def reach_server_secretly():\n    pass\n")
+    git(root, "init", "-q")
+    return root
+
+
+def test_words_split_identifiers_and_drop_what_names_no_code():
+    assert words("reachServer retry_delay_S the HTTPServer handles") == [
+        "reach", "server", "retry", "delay", "http", "server", "handl",
+    ]  # fmt: skip
+
+
+def test_python_is_indexed_by_definition_and_the_right_chunk_comes_first(repo: Path):
+    index = CodebaseIndex([repo])
+    index.build()
+    hits = index.search("the retry delay doubles after a failed attempt to reach the server")
+    assert (hits[0].path, hits[0].symbol, hits[0].start_line) == ("src/net.py", "reach_server", 8)
+    assert hits[0].end_line == 16 and hits[0].snippet.startswith("def reach_server(server, attempts=3):")
+    # The test that names it four times and the README that describes it rank below the code.
+    files = [path for path, _ in index.rank_files("reach server retry delay attempt")]
+    assert files.index("src/net.py") < files.index("tests/test_net.py")
+    assert files.index("src/net.py") < files.index("README.md")
+    symbols = {hit.symbol for hit in index.search("session close", limit=3)}
+    assert "Session" in symbols
+
+
+def test_gitignored_files_are_not_indexed(repo: Path):
+    index = CodebaseIndex([repo])
+    index.build()
+    assert "secretly" not in {w for hit in index.search("reach server secretly", 20) for w in [hit.path]}
+    assert all(not hit.path.startswith("ignored/") for hit in index.search("reach server secretly", 20))
+    assert index.n_files == 5  # the two modules, the test, the README, .gitignore
+
+
+def test_a_change_a_new_file_and_a_removal_are_followed(repo: Path):
+    index = CodebaseIndex([repo])
+    index.build()
+    assert index.search("parallelogram") == []
+    (repo / "src" / "shapes.py").write_text(
+        "def parallelogram_area(base, height):\n    return base * height\n"
+    )
+    index.update(repo / "src" / "shapes.py")
+    assert index.search("parallelogram")[0].symbol == "parallelogram_area"
+    index.update(
+        repo / "src" / "shapes.py", "def rhombus(d1, d2):\n    return d1 * d2 / 2\n"
+    )  # the editor's text
+    assert index.search("parallelogram") == [] and index.search("rhombus")[0].path == "src/shapes.py"
+    (repo / "src" / "new.py").write_text("def trapezoid():\n    pass\n")
+    index.update(repo / "src" / "new.py")
+    assert index.search("trapezoid")[0].path == "src/new.py"
+    (repo / "src" / "new.py").unlink()
+    index.update(repo / "src" / "new.py")
+    assert index.search("trapezoid") == []
+    index.update(repo.parent / "outside.py", "def trapezoid(): pass")  # outside the folders: ignored
+    assert index.search("trapezoid") == []
+
+
+def test_a_saved_index_is_read_back_and_only_changed_files_are_read_again(repo: Path, monkeypatch):
+    index = CodebaseIndex([repo])
+    index.build()
+    saved = repo.parent / "cache" / "index.json.gz"
+    index.save(saved)
+    (repo / "src" / "shapes.py").write_text("def hexagon():\n    pass\n")
+    read: list[str] = []
+    original = CodebaseIndex._read
+
+    def counting(self: CodebaseIndex, path: Path, size: int) -> str | None:
+        read.append(path.name)
+        return original(self, path, size)
+
+    monkeypatch.setattr(CodebaseIndex, "_read", counting)
+    again = CodebaseIndex([repo])
+    assert again.load(saved)
+    assert again.search("reach server retry")[0].symbol == "reach_server"  # from the saved index alone
+    again.build()
+    assert read == ["shapes.py"]  # the one file that changed since
+    assert again.search("hexagon")[0].path == "src/shapes.py"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"not gzip at all",
+        gzip.compress(b"{not json"),
+        gzip.compress(json.dumps({"version": 999, "roots": [], "files": {}}).encode()),
+        gzip.compress(
+            json.dumps({"version": codebase.FORMAT_VERSION, "roots": ["/elsewhere"], "files": {}}).encode()
+        ),
+        gzip.compress(
+            json.dumps(
+                {"version": 1, "roots": None, "files": {"a.py": [1, 2, [[1, "x", None, ""]]]}}
+            ).encode()
+        ),
+    ],
+)
+def test_a_saved_index_that_is_corrupt_or_another_folders_is_not_read(repo: Path, payload: bytes):
+    saved = repo.parent / "index.json.gz"
+    saved.write_bytes(payload)
+    index = CodebaseIndex([repo])
+    assert index.load(saved) is False
+    assert index.n_files == 0
+
+
+def test_files_that_are_not_code_are_skipped_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    root = tmp_path / "plain"  # not a git repository: every file the tools see
+    root.mkdir()
+    (root / "code.py").write_text("def kept():\n    pass\n")
+    (root / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0" + os.urandom(64))
+    (root / "bundle.min.js").write_text("var a=1;" * 500)
+    (root / "huge.py").write_text("x = 1\n" * (codebase.MAX_FILE_BYTES // 6 + 10))
+    (root / "loop").symlink_to("loop")
+    (root / "sub").mkdir()
+    (root / "sub" / "up").symlink_to("..")
+    index = CodebaseIndex([root])
+    index.build()
+    assert index.search("kept")[0].path == "code.py"
+    assert index.skipped.counts == {"binary": 1, "minified or generated": 1, "over 512 KB": 1}
+    assert index.n_files == 1
+
+
+def test_the_index_is_bounded_and_survives_files_that_vanish(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    root = tmp_path / "many"
+    root.mkdir()
+    for n in range(30):
+        (root / f"m{n:02}.py").write_text(f"def function_{n}():\n    pass\n")
+    monkeypatch.setattr(codebase, "MAX_FILES", 20)
+    vanished: list[str] = []
+
+    def pause() -> None:  # a file removed while the index is being built
+        if not vanished:
+            (root / "m19.py").unlink()
+            vanished.append("m19.py")
+
+    index = CodebaseIndex([root])
+    index.build(pause=pause)
+    assert index.n_files == 19 and index.skipped.counts == {"past 20 files": 10}
+    assert index.ready
+
+
+def test_progress_is_reported_and_pause_runs_between_files(repo: Path):
+    seen: list[tuple[int, int]] = []
+    pauses: list[int] = []
+    index = CodebaseIndex([repo])
+    index.build(pause=lambda: pauses.append(1), progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (5, 5) and len(pauses) == 5
