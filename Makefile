@@ -25,7 +25,7 @@ LLAMA_SERVER := build/native/bin/llama-server
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 WHEEL := dist/llama_lsp-$(VERSION)-py3-none-linux_x86_64.whl
 
-.PHONY: help setup model test-models demo test test-fast test-python test-vscode dist vsix llama-server bench eval lint format generate clean
+.PHONY: help setup model test-models demo test test-fast test-python test-vscode dist vsix llama-server bench eval eval-chat eval-codebase lint format generate clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -110,6 +110,16 @@ bench: setup test-models $(LLAMA_SERVER) ## Run the benchmarks on the test model
 # EVAL_ARGS: e.g. --tasks 'fix_*' --threads 2 --model qwen2.5-coder-0.5b --json eval.json
 eval: setup test-models ## Code-action quality on eval/tasks (default model; slow): edits that apply, parse, pass
 	timeout $(T_EVAL) $(BIN)/python eval/run.py $(EVAL_ARGS)
+
+# Each case's workspace is a public repository at a past commit, written from its mirror (eval/chat/README.md).
+# CHAT_EVAL_ARGS: e.g. --cases 'tox-*' --threads 2 --model qwen2.5-coder-0.5b --json chat.json
+eval-chat: setup test-models ## Chat's answers about real repositories, no file open (eval/chat; slow)
+	timeout $(T_EVAL) $(BIN)/python eval/chat/run.py $(CHAT_EVAL_ARGS)
+
+# The workspace index against grep and BM25 on commit subjects of real repositories; no model (eval/codebase).
+# CODEBASE_EVAL_ARGS: e.g. --cases 'flask-*' --baselines-py --no-index --json codebase.json
+eval-codebase: setup ## The workspace index's file ranking vs grep and BM25 (eval/codebase; ~2 min)
+	timeout $(T_EVAL) $(BIN)/python eval/codebase/run.py $(CODEBASE_EVAL_ARGS)
 
 lint: setup ## ruff and mypy
 	$(BIN)/ruff check lsp_server tests bench eval harness native/fetch_llama_cpp.py
