@@ -1,18 +1,28 @@
-"""The workspace index (lsp_server.assistant.codebase): what it indexes, how it ranks, how it follows
-changes, how it is saved and read back, and what it does with files that are not code. No model."""
+"""The workspace index (lsp_server.assistant.codebase, lsp.codebase_index): what it indexes, how it
+ranks, how it follows changes, how it is saved and read back, what it does with files that are not
+code, and `assistant/searchCodebase` over LSP (whose server loads the test model, unused)."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from lsp_server.assistant import codebase
 from lsp_server.assistant.codebase import CodebaseIndex, words
+from lsp_server.assistant.sandbox import Sandbox
+from lsp_server.assistant.tools import ToolRunner
+from lsp_server.lsp import protocol
+
+from .lsp_client import AssistantClient, open_document
 
 RETRY = '''"""Talking to the server."""
 
@@ -207,3 +217,64 @@ def test_progress_is_reported_and_pause_runs_between_files(repo: Path):
     index = CodebaseIndex([repo])
     index.build(pause=lambda: pauses.append(1), progress=lambda done, total: seen.append((done, total)))
     assert seen[-1] == (5, 5) and len(pauses) == 5
+
+
+def test_the_search_tool_answers_a_sentence_with_the_indexs_code(repo: Path):
+    index = CodebaseIndex([repo])
+    index.build()
+    runner = ToolRunner(Sandbox([repo]), index=index)
+    outcome = runner.run("search", {"pattern": "the delay doubles after every failed attempt"})
+    lines = outcome.text.splitlines()
+    assert lines[0].startswith("No line matches") and "code that best matches its words" in lines[0]
+    assert lines[1] == "src/net.py:8: def reach_server(server, attempts=3):", outcome.text
+    assert outcome.ok and not outcome.found_nothing
+
+
+# ---- over LSP: the server's own index of the test workspace ----------------------------------------------
+
+SERVER_OPTIONS = {"model": "qwen2.5-coder-0.5b", "contextSize": 2048, "slots": 1, "maxTokens": 32}
+
+
+async def indexed(client: AssistantClient, query: str) -> dict[str, Any]:
+    """The search's result once the index is built."""
+    for _ in range(300):
+        result = await client.request(protocol.SEARCH_CODEBASE, {"query": query})
+        if result["indexed"]["ready"]:
+            return result
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the index was not built: {result}")
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_search_codebase_finds_the_function_and_follows_the_editors_text(
+    client: AssistantClient, workspace: Path
+):
+    result = await indexed(client, "restock an item, adding to its quantity")
+    first = result["results"][0]
+    assert first["uri"] == (workspace / "inventory.py").as_uri() and first["symbol"] == "restock", result
+    assert first["snippet"].startswith("def restock(") and first["range"]["start"]["character"] == 0
+    assert result["indexed"]["files"] == 3 and result["indexed"]["chunks"] > 3
+    # A function the editor holds but the disk does not: indexed once typing pauses.
+    uri = open_document(client, workspace / "inventory.py")
+    text = (workspace / "inventory.py").read_text() + "\n\ndef zebra_crossing_signal():\n    return 'walk'\n"
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+    for _ in range(50):
+        found = await client.request(protocol.SEARCH_CODEBASE, {"query": "zebra crossing signal", "limit": 1})
+        if found["results"]:
+            break
+        await asyncio.sleep(0.1)
+    assert found["results"][0]["symbol"] == "zebra_crossing_signal", found
+
+
+@pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.parametrize("params", [{}, {"query": " "}, {"query": "x", "limit": 0}, {"query": 3}])
+async def test_search_codebase_refuses_bad_params_and_keeps_serving(client: AssistantClient, params: Any):
+    with pytest.raises(JsonRpcException) as error:
+        await client.request(protocol.SEARCH_CODEBASE, params)
+    assert error.value.code == -32602 and error.value.message
+    assert (await client.request(protocol.SEARCH_CODEBASE, {"query": "restock"}))["results"]

@@ -11,7 +11,8 @@ changelog that merely names a function should not outrank the code that implemen
 The files are git's (`git ls-files`: tracked and untracked, not ignored) where the folder is a
 repository, else every file the tools see (lsp_server.assistant.sandbox); binary, generated-looking
 (minified) and huge files are skipped and counted. An index is saved as JSON and loaded back, each
-file re-read only when its size or modification time changed. Plain Python; no LSP types, no model.
+file re-read only when its size or modification time changed. A build may run in a thread while
+searches and updates come from another. Plain Python; no LSP types, no model.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import logging
 import os
 import re
 import subprocess
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -207,6 +209,9 @@ class CodebaseIndex:
     def __init__(self, roots: Iterable[Path]) -> None:
         self.sandbox = Sandbox(list(roots))
         self._files: dict[str, _File] = {}  # by shown path
+        # A build runs in a thread while searches and updates come from the server's: the files and the
+        # ranker change under this lock (a file is read and cut into chunks outside it).
+        self._lock = threading.RLock()
         self.skipped = Skipped()
         self._ranker: _Ranker | None = None  # rebuilt on the next search after a change
         self.ready = False  # every file was indexed once
@@ -247,9 +252,12 @@ class CodebaseIndex:
         """Indexes every file that is new or changed since it was indexed (all of them the first time),
         and forgets the files that are gone. `pause` is called between files (it may wait while the
         model works); `progress(done, total)` now and then."""
+        self.skipped = Skipped()
         listed = self.listed_files()
-        for gone in set(self._files) - set(listed):
-            del self._files[gone]
+        with self._lock:
+            for gone in set(self._files) - set(listed):
+                del self._files[gone]
+            self._ranker = None
         total = len(listed)
         for done, (shown, path) in enumerate(sorted(listed.items()), 1):
             if pause is not None:
@@ -257,7 +265,6 @@ class CodebaseIndex:
             self._refresh(shown, path)
             if progress is not None and (done % 50 == 0 or done == total):
                 progress(done, total)
-        self._ranker = None
         self.ready = True
 
     def update(self, path: Path, text: str | None = None) -> None:
@@ -271,17 +278,15 @@ class CodebaseIndex:
             return
         shown = self.sandbox.display(path)
         if text is None and not path.is_file():
-            if self._files.pop(shown, None) is not None:
-                self._ranker = None
+            self._forget(shown)
             return
         self._refresh(shown, path, text)
-        self._ranker = None
 
     def _refresh(self, shown: str, path: Path, text: str | None = None) -> None:
         try:
             status = path.stat()
         except OSError:
-            self._files.pop(shown, None)
+            self._forget(shown)
             return
         known = self._files.get(shown)
         if (
@@ -293,9 +298,17 @@ class CodebaseIndex:
         if text is None:
             text = self._read(path, status.st_size)
             if text is None:
-                self._files.pop(shown, None)
+                self._forget(shown)
                 return
-        self._files[shown] = _File(status.st_size, status.st_mtime_ns, chunks_of(shown, text))
+        indexed = _File(status.st_size, status.st_mtime_ns, chunks_of(shown, text))
+        with self._lock:
+            self._files[shown] = indexed
+            self._ranker = None
+
+    def _forget(self, shown: str) -> None:
+        with self._lock:
+            if self._files.pop(shown, None) is not None:
+                self._ranker = None
 
     def _read(self, path: Path, size: int) -> str | None:
         if size > MAX_FILE_BYTES:
@@ -342,9 +355,12 @@ class CodebaseIndex:
 
     def _best_chunks(self, query: str, limit: int) -> list[tuple[str, Chunk, float]]:
         wanted = words(query)
-        if not wanted or not self._files:
-            return []
-        ranker = self._ranked()
+        with self._lock:
+            if not wanted or not self._files:
+                return []
+            if self._ranker is None:
+                self._ranker = _Ranker(self._files)
+            ranker = self._ranker
         scores = ranker.scores(wanted)
         top = (
             np.argpartition(-scores, min(limit, len(scores) - 1))[:limit]
@@ -355,11 +371,6 @@ class CodebaseIndex:
             ((float(scores[i]), int(i)) for i in top if scores[i] > 0), key=lambda item: (-item[0], item[1])
         )
         return [(*ranker.chunks[i], score) for score, i in found]
-
-    def _ranked(self) -> _Ranker:
-        if self._ranker is None:
-            self._ranker = _Ranker(self._files)
-        return self._ranker
 
     def _snippet(self, shown: str, chunk: Chunk) -> str:
         try:
@@ -375,13 +386,15 @@ class CodebaseIndex:
 
     def save(self, target: Path) -> None:
         """Writes the index to `target` (gzipped JSON), through a temporary file and a rename."""
+        with self._lock:
+            indexed = dict(self._files)
         files = {
             shown: [
                 entry.size,
                 entry.mtime_ns,
                 [[c.start_line, c.end_line, c.symbol, " ".join(c.words)] for c in entry.chunks],
             ]
-            for shown, entry in self._files.items()
+            for shown, entry in indexed.items()
         }
         payload = {
             "version": FORMAT_VERSION,
@@ -408,8 +421,9 @@ class CodebaseIndex:
         except (OSError, ValueError, TypeError, KeyError, AttributeError, EOFError) as exc:
             log.info("no saved index read from %s: %s", source, exc)
             return False
-        self._files = files
-        self._ranker = None
+        with self._lock:
+            self._files = files
+            self._ranker = None
         return True
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any
 
 import regex
 
+from .codebase import CodebaseIndex, words
 from .edits import (
     EditError,
     absorb_restated_lines,
@@ -40,71 +40,8 @@ SEARCH_MAX_MATCHES = 50
 SEARCH_TIME_BUDGET_S = 3.0  # a whole search, so a backtracking pattern cannot hold a turn up for long
 SEARCH_LINE_CHARS = 200
 CLOSEST_LINES = 20  # lines shown when a pattern matched none, ranked by the words of it they hold
+CLOSEST_CHUNKS = 10  # the index's chunks shown instead, where the server keeps an index
 NOTHING = "No matches"  # how a search or a listing that found nothing begins
-
-# English function words: they say nothing about where the code is.
-_STOP_WORDS = frozenset(
-    [
-        "the",
-        "and",
-        "for",
-        "with",
-        "that",
-        "this",
-        "from",
-        "into",
-        "when",
-        "what",
-        "which",
-        "where",
-        "there",
-        "their",
-        "then",
-        "than",
-        "them",
-        "they",
-        "have",
-        "has",
-        "had",
-        "not",
-        "are",
-        "was",
-        "were",
-        "been",
-        "being",
-        "can",
-        "could",
-        "should",
-        "would",
-        "will",
-        "shall",
-        "may",
-        "might",
-        "must",
-        "does",
-        "did",
-        "doing",
-        "done",
-        "its",
-        "also",
-        "only",
-        "just",
-        "more",
-        "most",
-        "some",
-        "such",
-        "each",
-        "other",
-        "any",
-        "all",
-        "both",
-        "how",
-        "why",
-        "who",
-        "whom",
-        "whose",
-    ]
-)
 
 
 log = logging.getLogger("llama_lsp.tools")
@@ -137,8 +74,11 @@ def counted(n: int, noun: str) -> str:
 class ToolRunner:
     """Runs one request's tool calls in its sandbox; the edits they propose go to its ledger."""
 
-    def __init__(self, sandbox: Sandbox, documentation_only: bool = False) -> None:
+    def __init__(
+        self, sandbox: Sandbox, documentation_only: bool = False, index: CodebaseIndex | None = None
+    ) -> None:
         self.sandbox = sandbox
+        self.index = index  # the workspace index, where the server keeps one
         self.proposals = Proposals(sandbox, documentation_only)
         self._handlers: dict[str, Callable[[dict[str, Any]], str]] = {
             "read_file": self._read_file,
@@ -271,17 +211,34 @@ class ToolRunner:
                 matches.append(f"{shown}:{number}: {text_shown}")
         if matches:
             return note + "\n".join(matches)
-        closest = self._closest_lines(pattern, args.get("glob"), deadline)
+        closest = self._closest_code(pattern) or self._closest_lines(pattern, args.get("glob"), deadline)
         if closest:
             return closest
         return f"{NOTHING} for {pattern!r}."
+
+    def _closest_code(self, pattern: str) -> str:
+        """When a pattern matches no line: the workspace index's chunks that best match its words, each
+        as `path:line` with what it defines and its first line; "" without an index, or no match."""
+        if self.index is None or len(words(pattern)) < 2:
+            return ""
+        hits = self.index.search(pattern, CLOSEST_CHUNKS)
+        if not hits:
+            return ""
+        shown = []
+        for hit in hits:
+            first = next((line.strip() for line in hit.snippet.splitlines() if line.strip()), "")
+            shown.append(f"{hit.path}:{hit.start_line}: {first[:SEARCH_LINE_CHARS]}")
+        return (
+            f"No line matches {pattern!r}. The code that best matches its words, best first:\n"
+            + "\n".join(shown)
+        )
 
     def _closest_lines(self, pattern: str, glob: str | None, deadline: float) -> str:
         """When a pattern matches no line (small models search for a whole sentence): the lines that hold
         the most of its words, rarer words counting more, and a path's words counting too; "" when no
         line holds any of them."""
-        words = query_words(pattern)
-        if len(words) < 2:
+        wanted = list(dict.fromkeys(words(pattern)))
+        if len(wanted) < 2:
             return ""
         found: list[tuple[str, int, str, frozenset[str]]] = []
         for shown, path in self._files(glob):
@@ -291,16 +248,16 @@ class ToolRunner:
                 text = self.proposals.text_after_edits(path)
             except (ToolError, OSError):
                 continue
-            in_path = {word for word in words if word in shown.lower()}
+            in_path = {word for word in wanted if word in shown.lower()}
             for number, line in enumerate(split_lines(text), 1):
                 lowered = line.lower()
-                present = frozenset(word for word in words if word in lowered) | in_path
+                present = frozenset(word for word in wanted if word in lowered) | in_path
                 if present - in_path:
                     found.append((shown, number, line.strip(), present))
         if not found:
             return ""
-        lines_with = {word: sum(word in present for *_, present in found) for word in words}
-        weight = {word: math.log(1 + len(found) / (1 + lines_with[word])) for word in words}
+        lines_with = {word: sum(word in present for *_, present in found) for word in wanted}
+        weight = {word: math.log(1 + len(found) / (1 + lines_with[word])) for word in wanted}
         ranked = sorted(found, key=lambda item: -sum(weight[word] for word in item[3]))
         shown_lines = [
             f"{shown}:{number}: {text[:SEARCH_LINE_CHARS]}"
@@ -308,7 +265,7 @@ class ToolRunner:
         ]
         return (
             f"No line matches {pattern!r}. The lines with the most of its words "
-            f"({', '.join(words)}), best first:\n" + "\n".join(shown_lines)
+            f"({', '.join(wanted)}), best first:\n" + "\n".join(shown_lines)
         )
 
     def _edit(self, args: dict[str, Any]) -> str:
@@ -371,22 +328,3 @@ def _first_changed_line(before: str, after: str) -> int:
             break
         prefix += 1
     return len(split_lines(before[:prefix] + "x"))  # the line the first changed character is on
-
-
-def query_words(text: str) -> list[str]:
-    """The words of a search that may name code: identifiers split at snake_case and camelCase,
-    lowercased, without short and common words, a plural's or a tense's ending cut so that `handles`
-    finds `handler`; in the order given, each once."""
-    words: list[str] = []
-    for token in re.findall(r"[A-Za-z][A-Za-z0-9]*", text):
-        for part in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", token):
-            word = part.lower()
-            if len(word) < 3 or word in _STOP_WORDS:
-                continue
-            for ending in ("ing", "ed", "es", "s"):
-                if word.endswith(ending) and len(word) - len(ending) >= 4:
-                    word = word[: -len(ending)]
-                    break
-            if word not in words:
-                words.append(word)
-    return words

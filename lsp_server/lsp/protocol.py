@@ -14,6 +14,7 @@ from ..assistant.actions import ACTIONS
 CHAT = "assistant/chat"
 STATS = "assistant/stats"
 STATUS = "assistant/status"  # notification, server -> client
+SEARCH_CODEBASE = "assistant/searchCodebase"
 
 # workspace/executeCommand equivalents of the code actions, for clients without codeAction/resolve
 COMMAND_CODE_ACTION = "llamaLsp.codeAction"  # args: [{uri, range, kind}]
@@ -139,6 +140,28 @@ def parse_chat_params(raw: Any) -> ChatParams:
         partial_result_token=_token(params.get("partialResultToken"), "partialResultToken"),
         work_done_token=_token(params.get("workDoneToken"), "workDoneToken"),
     )
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    query: str
+    limit: int = 10
+
+
+MAX_QUERY_CHARS = 2_000
+
+
+def parse_search_params(raw: Any) -> SearchParams:
+    params = _object(raw, "params")
+    query = params.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ParamsError("query must be a non-empty string")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ParamsError(f"query is longer than {MAX_QUERY_CHARS} characters")
+    limit = params.get("limit", 10)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 50:
+        raise ParamsError("limit must be an integer from 1 to 50")
+    return SearchParams(query, limit)
 
 
 def parse_code_action_request(raw: Any) -> CodeActionRequest:

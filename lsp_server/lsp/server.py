@@ -21,8 +21,10 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import default_converter
 
 from .. import __version__
+from ..assistant.codebase import CodebaseIndex
 from ..engine import ChatEngine, EngineError, native
 from . import chat, code_actions, documents, protocol, settings
+from .codebase_index import WorkspaceIndex
 from .completion import InlineCompletion
 from .model_host import ModelHost, ModelUnavailable
 from .rpc_protocol import HardenedProtocol, replace_workspace, shutdown_received
@@ -76,6 +78,7 @@ class AssistantServer(LanguageServer):
         self.turns.on_answered = self.warmer.answered
         self.model_host = ModelHost(self, lambda: self.settings)
         self.test_diagnostics = TestDiagnostics(self, self.warn)
+        self.codebase = WorkspaceIndex(self)
         self.configured = False  # the client's configuration has been read (or it has none)
         self.state = protocol.LOADING
         self._status_details: tuple[str | None, str | None] = (None, None)  # message, installModel
@@ -128,7 +131,7 @@ class AssistantServer(LanguageServer):
         self._served_name = None
         self.set_status(protocol.LOADING, f"{doing} {config.engine_name}")
         token = f"llama-lsp-load-{self.model_host.n_loads}"
-        if not await self._begin_progress(token, f"{doing.capitalize()} {config.engine_name}"):
+        if not await self.begin_progress(token, f"{doing.capitalize()} {config.engine_name}"):
             return lambda: None
         return lambda: self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
 
@@ -152,7 +155,7 @@ class AssistantServer(LanguageServer):
         request succeeds again."""
         self.set_status(protocol.ERROR, str(error))
 
-    async def _begin_progress(self, token: str, title: str) -> bool:
+    async def begin_progress(self, token: str, title: str) -> bool:
         window = self.client_capabilities.window
         if window is None or not window.work_done_progress:
             return False
@@ -163,6 +166,19 @@ class AssistantServer(LanguageServer):
             return False
         self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=False))
         return True
+
+    def report_progress(self, token: str, message: str, percentage: int | None = None) -> None:
+        self.work_done_progress.report(
+            token, types.WorkDoneProgressReport(message=message, percentage=percentage)
+        )
+
+    def end_progress(self, token: str, message: str) -> None:
+        self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+
+    @property
+    def codebase_index(self) -> CodebaseIndex | None:
+        """The workspace index, as far as it is built; None while there is none."""
+        return self.codebase.index
 
     @property
     def engine(self) -> ChatEngine | None:
@@ -216,6 +232,25 @@ def _lsp_errors(handler: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable
     return wrapper
 
 
+async def _watch_files(ls: AssistantServer) -> None:
+    """Asks the client for its file events (workspace/didChangeWatchedFiles), where it lets a server
+    register for them: the index follows files changed outside the editor."""
+    workspace = ls.client_capabilities.workspace
+    watched = workspace.did_change_watched_files if workspace is not None else None
+    if not ls.settings.codebase_index or watched is None or not watched.dynamic_registration:
+        return
+    options = types.DidChangeWatchedFilesRegistrationOptions(
+        watchers=[types.FileSystemWatcher(glob_pattern="**/*")]
+    )
+    registration = types.Registration(
+        id="llama-lsp-index-files", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options
+    )
+    try:
+        await ls.client_register_capability_async(types.RegistrationParams(registrations=[registration]))
+    except Exception as exc:  # a client may refuse: saves and edits still update the index
+        log.info("no file events from the client: %s", exc)
+
+
 def create_server() -> AssistantServer:
     server = AssistantServer()
 
@@ -243,6 +278,8 @@ def create_server() -> AssistantServer:
                 log.warning("could not read the %s configuration: %s", settings.SECTION, exc)
         ls.configured = True
         ls.model_host.want(ls.settings)
+        ls.codebase.start()
+        await _watch_files(ls)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(ls: AssistantServer, params: types.DidChangeConfigurationParams) -> None:
@@ -255,6 +292,7 @@ def create_server() -> AssistantServer:
     async def on_shutdown(ls: AssistantServer, _params: None) -> None:
         ls.warmer.stop_all()
         ls.test_diagnostics.stop_all()
+        ls.codebase.stop()
         await ls.model_host.close()
 
     # pygls keeps the documents; these run after it has applied the change.
@@ -265,10 +303,16 @@ def create_server() -> AssistantServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def on_did_change(ls: AssistantServer, params: types.DidChangeTextDocumentParams) -> None:
         ls.warmer.changed(params.text_document.uri)
+        ls.codebase.changed(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def on_did_save(ls: AssistantServer, params: types.DidSaveTextDocumentParams) -> None:
         ls.test_diagnostics.saved(params.text_document.uri)
+        ls.codebase.changed(params.text_document.uri)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def on_watched_files(ls: AssistantServer, params: types.DidChangeWatchedFilesParams) -> None:
+        ls.codebase.files_changed(params)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def on_did_close(ls: AssistantServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -290,6 +334,12 @@ def create_server() -> AssistantServer:
     @_lsp_errors
     async def on_chat(ls: AssistantServer, params: Any) -> dict[str, Any]:
         return await chat.chat(ls.turns, protocol.parse_chat_params(params), ls.progress)
+
+    @server.feature(protocol.SEARCH_CODEBASE)
+    @_lsp_errors
+    async def on_search_codebase(ls: AssistantServer, params: Any) -> dict[str, Any]:
+        search = protocol.parse_search_params(params)
+        return await ls.codebase.search(search.query, search.limit)
 
     @server.feature(protocol.STATS)
     @_lsp_errors

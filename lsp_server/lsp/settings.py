@@ -116,6 +116,15 @@ class Settings:
         reloads_model=True,
         local_only=True,
     )
+    codebase_index: bool = setting(
+        True,
+        doc="Index the workspace's files in the background (functions, classes and blocks, ranked by "
+        "their words), saved in `#cacheDir#`, so that chat's search finds the code a question "
+        "describes even when no line matches its words, and `assistant/searchCodebase` answers. The "
+        "files git would commit (`.gitignore` respected), or every file outside build and dependency "
+        "folders where the folder is no repository; binary, minified and huge files are skipped. It "
+        "pauses while the model answers. Off: nothing is indexed.",
+    )
     max_tool_steps: int = setting(
         6,
         doc="Tool calls (reading, searching, editing files) the model may make per answer, at most.",

@@ -25,6 +25,7 @@ from pygls.workspace import TextDocument, Workspace
 
 from ..assistant.block_turn import BlockRequest, BlockTurn
 from ..assistant.check_sandbox import CheckSandbox
+from ..assistant.codebase import CodebaseIndex
 from ..assistant.conversation import (
     Conversation,
     ConversationStore,
@@ -58,6 +59,9 @@ class ServerContext(Protocol):
     async def ready_engine(self) -> ChatEngine: ...
 
     def busy(self) -> AbstractContextManager[None]: ...
+
+    @property
+    def codebase_index(self) -> CodebaseIndex | None: ...
 
 
 @dataclass
@@ -250,7 +254,7 @@ class TurnService:
             engine,
             settings,
             conversation,
-            ToolRunner(sandbox, documentation_only),
+            ToolRunner(sandbox, documentation_only, self._server.codebase_index),
             verifier,
             self._server.workspace,
             uri,

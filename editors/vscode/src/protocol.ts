@@ -10,6 +10,7 @@ import { NotificationType, ProgressType, RequestType } from 'vscode-jsonrpc';
 export const CHAT = 'assistant/chat';
 export const STATS = 'assistant/stats';
 export const STATUS = 'assistant/status';
+export const SEARCH_CODEBASE = 'assistant/searchCodebase';
 
 /** workspace/executeCommand: resolve a code action and apply its edit through workspace/applyEdit. */
 export const COMMAND_CODE_ACTION = 'llamaLsp.codeAction';

@@ -34,6 +34,14 @@ export interface ServerSettings {
    * `~/.cache/llama-lsp/models` either way. Changing it reloads the model. Not used with a remote `backend`.
    */
   cacheDir: string | null;
+  /**
+   * Index the workspace's files in the background (functions, classes and blocks, ranked by their words),
+   * saved in `cacheDir`, so that chat's search finds the code a question describes even when no line matches
+   * its words, and `assistant/searchCodebase` answers. The files git would commit (`.gitignore` respected),
+   * or every file outside build and dependency folders where the folder is no repository; binary, minified
+   * and huge files are skipped. It pauses while the model answers. Off: nothing is indexed.
+   */
+  codebaseIndex: boolean;
   /** Tool calls (reading, searching, editing files) the model may make per answer, at most. */
   maxToolSteps: number;
   /**
@@ -113,6 +121,7 @@ export const SERVER_DEFAULTS: Required<ServerSettings> = {
   threads: 0,
   slots: 4,
   cacheDir: null,
+  codebaseIndex: true,
   maxToolSteps: 6,
   maxTokens: 1024,
   temperature: 0,

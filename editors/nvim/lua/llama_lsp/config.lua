@@ -22,6 +22,14 @@ local M = {}
 ---                                    survives restarts. Unset: `~/.cache/llama-lsp` (under `$XDG_CACHE_HOME`
 ---                                    when that is set); the models stay in `~/.cache/llama-lsp/models`
 ---                                    either way.
+---@field codebaseIndex? boolean       Index the workspace's files in the background (functions, classes and
+---                                    blocks, ranked by their words), saved in `cacheDir`, so that chat's
+---                                    search finds the code a question describes even when no line matches
+---                                    its words, and `assistant/searchCodebase` answers. The files git would
+---                                    commit (`.gitignore` respected), or every file outside build and
+---                                    dependency folders where the folder is no repository; binary, minified
+---                                    and huge files are skipped. It pauses while the model answers. Off:
+---                                    nothing is indexed. Default: true.
 ---@field maxToolSteps? integer        Tool calls (reading, searching, editing files) the model may make per
 ---                                    answer, at most. Default: 6.
 ---@field maxTokens? integer           Tokens the model may write per model request, at most. A code action

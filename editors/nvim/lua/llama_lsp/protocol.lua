@@ -16,6 +16,7 @@ return {
   CHAT = "assistant/chat",
   STATS = "assistant/stats",
   STATUS = "assistant/status",
+  SEARCH_CODEBASE = "assistant/searchCodebase",
   COMMAND_CODE_ACTION = "llamaLsp.codeAction",
   COMMAND_SHOW_ANSWER = "llamaLsp.showAnswer",
   REQUEST_CANCELLED = -32800,

@@ -1,0 +1,191 @@
+"""The workspace index as the server keeps it (lsp_server.assistant.codebase): built in the background
+once the client is initialized, kept up to date, saved, and searched.
+
+The build runs in a thread and pauses between files while the model answers a request (the server is
+busy), so a chat or a code action waits on it for one file at most. It starts from the index saved in
+`cacheDir` for the same folders, reading again only the files that changed since, and shows LSP
+work-done progress. Edits in the editor (didChange, debounced), saves and the client's file events
+(workspace/didChangeWatchedFiles, registered where the client allows) update it file by file.
+`assistant/searchCodebase` answers from it, and so does the tools' `search` when a pattern matches
+no line (ToolRunner); while it is being built, with what it has so far, `ready` false.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+from lsprotocol import types
+from pygls.workspace import Workspace
+
+from ..assistant.codebase import CodebaseIndex, Hit
+from ..assistant.sandbox import ToolError
+from . import documents
+from .settings import Settings
+
+log = logging.getLogger("llama_lsp.codebase_index")
+
+UPDATE_DELAY_S = 0.5  # typing: the file is indexed again once it pauses this long
+BUSY_POLL_S = 0.05  # how often a paused build looks whether the model is done
+SEARCH_LIMIT = 50  # the most results a search gives
+
+
+class IndexContext(Protocol):
+    """What the index needs from the language server."""
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def n_busy(self) -> int: ...
+
+    async def begin_progress(self, token: str, title: str) -> bool: ...
+
+    def report_progress(self, token: str, message: str, percentage: int | None = None) -> None: ...
+
+    def end_progress(self, token: str, message: str) -> None: ...
+
+
+class WorkspaceIndex:
+    """The server's index of its workspace folders."""
+
+    def __init__(self, server: IndexContext) -> None:
+        self._server = server
+        self.index: CodebaseIndex | None = None
+        self._building: asyncio.Task[None] | None = None
+        self._stopping = threading.Event()
+        self._updates: dict[str, asyncio.TimerHandle] = {}
+
+    def start(self) -> None:
+        """Builds the index in the background, if the setting allows and there is a folder."""
+        if not self._server.settings.codebase_index or self._building is not None:
+            return
+        roots = documents.workspace_roots(self._server.workspace, None)
+        if not roots:
+            return
+        self._building = asyncio.ensure_future(self._build(roots))
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._building is not None:
+            self._building.cancel()
+        for handle in self._updates.values():
+            handle.cancel()
+        self._updates.clear()
+
+    async def _build(self, roots: list[Path]) -> None:
+        index = CodebaseIndex(roots)
+        saved = self._saved_path(roots)
+        started = time.monotonic()
+        try:
+            if await asyncio.to_thread(index.load, saved):
+                log.info("read the saved index of %s: %d files", saved, index.n_files)
+            self.index = index  # searchable from now on, with what it has
+            token = f"llama-lsp-index-{id(self)}"
+            shown = await self._server.begin_progress(token, "Indexing the workspace")
+            loop = asyncio.get_running_loop()
+
+            def progress(done: int, total: int) -> None:
+                if shown:
+                    percent = done * 100 // max(total, 1)
+                    loop.call_soon_threadsafe(
+                        self._server.report_progress, token, f"{done}/{total} files", percent
+                    )
+
+            await asyncio.to_thread(index.build, self._pause, progress)
+            await asyncio.to_thread(index.save, saved)
+            skipped = ", ".join(f"{n} {why}" for why, n in sorted(index.skipped.counts.items()))
+            summary = f"{index.n_files} files, {index.n_chunks} chunks" + (
+                f"; skipped: {skipped}" if skipped else ""
+            )
+            if shown:
+                self._server.end_progress(token, summary)
+            log.info(
+                "indexed %s in %.1f s: %s", ", ".join(map(str, roots)), time.monotonic() - started, summary
+            )
+        except _Stopped:
+            log.info("indexing %s stopped", ", ".join(map(str, roots)))
+        except Exception:  # a bug of ours must not end the server: chat works without the index
+            log.exception("indexing %s failed", roots)
+
+    def _pause(self) -> None:
+        """Between two files of the build (in its thread): waits while the model answers a request."""
+        while self._server.n_busy > 0 and not self._stopping.is_set():
+            time.sleep(BUSY_POLL_S)
+        if self._stopping.is_set():
+            raise _Stopped  # ends the build's thread at the next file
+
+    def _saved_path(self, roots: list[Path]) -> Path:
+        key = hashlib.sha256("\0".join(str(root) for root in roots).encode()).hexdigest()[:16]
+        return self._server.settings.cache_dir / "index" / f"{key}.json.gz"
+
+    # ---- changes ---------------------------------------------------------------------------------
+
+    def changed(self, uri: str) -> None:
+        """The editor's text of a document changed: indexed again once typing pauses."""
+        if self.index is None:
+            return
+        if uri in self._updates:
+            self._updates[uri].cancel()
+        loop = asyncio.get_running_loop()
+        self._updates[uri] = loop.call_later(UPDATE_DELAY_S, self._update_from_editor, uri)
+
+    def _update_from_editor(self, uri: str) -> None:
+        self._updates.pop(uri, None)
+        document = documents.get_document(self._server.workspace, uri)
+        path = documents.uri_to_path(uri)
+        if self.index is not None and document is not None and path is not None:
+            self.index.update(path, document.source)
+
+    def files_changed(self, params: types.DidChangeWatchedFilesParams) -> None:
+        """The client saw files created, changed or deleted on disk."""
+        if self.index is None:
+            return
+        for change in params.changes:
+            path = documents.uri_to_path(change.uri)
+            if path is not None:
+                self.index.update(path)
+
+    # ---- search ----------------------------------------------------------------------------------
+
+    async def search(self, query: str, limit: int) -> dict[str, Any]:
+        """`assistant/searchCodebase`'s result (docs/protocol.md)."""
+        index = self.index
+        if index is None:
+            return {"results": [], "indexed": {"files": 0, "chunks": 0, "ready": False}}
+        hits = await asyncio.to_thread(index.search, query, min(max(limit, 1), SEARCH_LIMIT))
+        return {
+            "results": [result for hit in hits if (result := _result(index, hit)) is not None],
+            "indexed": {"files": index.n_files, "chunks": index.n_chunks, "ready": index.ready},
+        }
+
+
+class _Stopped(Exception):
+    """The server is shutting down: the build ends."""
+
+
+def _result(index: CodebaseIndex, hit: Hit) -> dict[str, Any] | None:
+    with contextlib.suppress(ToolError):
+        uri = index.sandbox.resolve(hit.path).as_uri()
+        result: dict[str, Any] = {
+            "uri": uri,
+            "range": {
+                "start": {"line": hit.start_line - 1, "character": 0},
+                "end": {"line": hit.end_line, "character": 0},
+            },
+            "score": hit.score,
+            "snippet": hit.snippet,
+        }
+        if hit.symbol is not None:
+            result["symbol"] = hit.symbol
+        return result
+    return None  # the file is gone, or no longer inside the folders
