@@ -126,6 +126,10 @@ def test_a_change_a_new_file_and_a_removal_are_followed(repo: Path):
     index.update(repo / "src" / "new.py")
     assert index.search("trapezoid") == []
     index.update(repo.parent / "outside.py", "def trapezoid(): pass")  # outside the folders: ignored
+    for hidden in ("node_modules/lib.py", ".git/hooks/x.py", "build/gen.py"):  # a client's file events
+        (repo / hidden).parent.mkdir(parents=True, exist_ok=True)
+        (repo / hidden).write_text("def trapezoid(): pass\n")
+        index.update(repo / hidden)
     assert index.search("trapezoid") == []
 
 

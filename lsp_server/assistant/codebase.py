@@ -33,7 +33,7 @@ from typing import Any
 import bm25s
 import numpy as np
 
-from .sandbox import MAX_FILE_BYTES, Sandbox, ToolError
+from .sandbox import MAX_FILE_BYTES, SKIPPED_DIRS, Sandbox, ToolError
 
 log = logging.getLogger("llama_lsp.codebase")
 
@@ -274,7 +274,7 @@ class CodebaseIndex:
             path = path.resolve()
         except (OSError, RuntimeError):
             return
-        if not self.sandbox.contains(path):
+        if not self.sandbox.contains(path) or not _listable(self.sandbox.display(path)):
             return
         shown = self.sandbox.display(path)
         if text is None and not path.is_file():
@@ -536,6 +536,13 @@ def _lines_of(node: ast.stmt) -> tuple[int, int]:
     decorators = getattr(node, "decorator_list", [])
     start = min([node.lineno, *(d.lineno for d in decorators)])
     return start, node.end_lineno or node.lineno
+
+
+def _listable(shown: str) -> bool:
+    """Whether a file a change names may be indexed: not in a hidden, dependency or build folder (a
+    client's file events name those too)."""
+    folders = shown.split("/")[:-1]
+    return not any(folder in SKIPPED_DIRS or folder.startswith(".") for folder in folders)
 
 
 def _git_files(root: Path) -> list[Path] | None:
