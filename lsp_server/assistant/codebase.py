@@ -24,6 +24,7 @@ import logging
 import os
 import re
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -437,7 +438,7 @@ def _loaded_file(entry: Any) -> _File:
             raise TypeError("a chunk's lines must be integers and its words text")
         if symbol is not None and not isinstance(symbol, str):
             raise TypeError("a chunk's symbol must be text")
-        loaded.append(Chunk(start, end, symbol, tuple(text.split())))
+        loaded.append(Chunk(start, end, symbol, tuple(map(sys.intern, text.split()))))
     return _File(size, mtime_ns, loaded)
 
 
@@ -479,7 +480,10 @@ def chunks_of(shown: str, text: str) -> list[Chunk]:
     for start, end, symbol in spans:
         body = words("\n".join(lines[start - 1 : end]))[:MAX_CHUNK_WORDS]
         named = words(symbol or "") * SYMBOL_WEIGHT
-        chunks.append(Chunk(start, end, symbol, tuple(body + named + path_words * PATH_WEIGHT)))
+        # Interned: a workspace has a few thousand distinct words, each kept once however often it occurs.
+        chunks.append(
+            Chunk(start, end, symbol, tuple(map(sys.intern, body + named + path_words * PATH_WEIGHT)))
+        )
     return chunks or [Chunk(1, 1, None, tuple(path_words * PATH_WEIGHT))]
 
 
