@@ -31,8 +31,10 @@ STEPS = [
     ":LlamaChat streams an answer",
     "a follow-up reuses the cache, according to the stats",
     ":LlamaStop cancels",
+    ":LlamaSearch puts the index's best matches in the quickfix list, or says there are none",
     "inline completion: ghost text in Insert mode, <Tab> accepts it",
     "a code action edits the buffer",
+    "a question whose search finds nothing still gets an answer in the chat",
     ":checkhealth reports OK",
 ]
 
@@ -44,10 +46,12 @@ OFFLINE_STEPS = [
     "setup passes the verify and backend settings to the server",
     "the chat footer shows the check, a failed one as a warning",
     "code actions tell whether their edit was checked",
+    ":LlamaSearch: the results in the quickfix list, or a message when there are none",
     "the statusline says whether the buffer is warm",
     "inline completion: ghost text after a pause, typing cancels and dismisses, <Tab> accepts",
     "inline completion: enabled = false sends no request; the options reach the server",
     "the stand-in stops",
+    ":LlamaSearch with no server running says so",
 ]
 
 UNDOCUMENTED = """\

@@ -37,6 +37,10 @@ vim.api.nvim_create_user_command("LlamaApply", function()
   require("llama_lsp.chat").apply()
 end, { desc = "Apply the edit llama-lsp's last answer proposed" })
 
+vim.api.nvim_create_user_command("LlamaSearch", function(opts)
+  require("llama_lsp.search").search(opts.args)
+end, { nargs = "*", desc = "Search the workspace with llama-lsp's index; the results go to the quickfix list" })
+
 vim.api.nvim_create_user_command("LlamaCheckOutput", function()
   require("llama_lsp.verification").show_output()
 end, { desc = "Show what llama-lsp's last edit check printed" })

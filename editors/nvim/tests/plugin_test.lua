@@ -17,6 +17,7 @@ local workspace = vim.env.LLAMA_LSP_WORKSPACE
 local backend = vim.env.LLAMA_LSP_BACKEND and vim.json.decode(vim.env.LLAMA_LSP_BACKEND)
 local llama = require("llama_lsp")
 local chat = require("llama_lsp.chat")
+local protocol = require("llama_lsp.protocol")
 local verification = require("llama_lsp.verification")
 
 local here = vim.fs.dirname(debug.getinfo(1, "S").source:sub(2))
@@ -157,13 +158,14 @@ local UNCHECKED = {
 local fake = dofile(vim.fs.joinpath(here, "stand_in.lua")).new()
 local fake_server = fake.cmd
 
----Capture vim.notify while `run` runs; returns the messages as { msg, level }.
+---Capture vim.notify while `run(seen)` runs; returns the messages as { msg, level } (`seen`, which
+---`run` may wait on).
 local function notifications_during(run)
   local seen, original = {}, vim.notify
   vim.notify = function(msg, level)
     table.insert(seen, { msg = msg, level = level })
   end
-  local ok, err = pcall(run)
+  local ok, err = pcall(run, seen)
   vim.notify = original
   assert(ok, err)
   return seen
@@ -420,6 +422,90 @@ offline_step("code actions tell whether their edit was checked", function()
   end
 end)
 
+---The current quickfix list: its title, items, and window (0: not open).
+local function quickfix()
+  return vim.fn.getqflist({ title = 0, items = 0, winid = 0, nr = 0 })
+end
+
+---The real path of a quickfix item's file.
+local function item_path(item)
+  local name = vim.api.nvim_buf_get_name(item.bufnr)
+  return vim.uv.fs_realpath(name) or vim.fs.normalize(name)
+end
+
+---Run a `:LlamaSearch` that finds nothing, and wait for what it says; asserts that no quickfix list
+---was made. Returns the one message.
+local function search_finding_nothing(command)
+  local lists = vim.fn.getqflist({ nr = "$" }).nr
+  local seen = notifications_during(function(seen)
+    vim.cmd(command)
+    wait_for("the message of " .. command, 30000, function()
+      return #seen > 0
+    end)
+  end)
+  assert(#seen == 1 and seen[1].level == vim.log.levels.INFO, vim.inspect(seen))
+  assert(vim.fn.getqflist({ nr = "$" }).nr == lists, "an empty quickfix list was made")
+  return seen[1].msg
+end
+
+offline_step(":LlamaSearch: the results in the quickfix list, or a message when there are none", function()
+  vim.cmd.buffer(fake_buf)
+  local dir = vim.fs.dirname(vim.api.nvim_buf_get_name(fake_buf))
+  local code_uri, notes_uri = vim.uri_from_bufnr(fake_buf), vim.uri_from_fname(dir .. "/notes.txt")
+  local function range(first, after)
+    return { start = { line = first, character = 0 }, ["end"] = { line = after, character = 0 } }
+  end
+  local reply = {
+    results = {
+      { uri = code_uri, range = range(0, 2), score = 3.5, snippet = "def f(x):\n    return x", symbol = "f" },
+      -- A window of lines: no symbol, and a snippet that starts with blank lines.
+      { uri = notes_uri, range = range(40, 80), score = 1.25, snippet = "\n   \n  returns x as it is\nmore" },
+    },
+    indexed = { files = 2, chunks = 3, ready = false },
+  }
+  fake.replies["assistant/searchCodebase"] = function()
+    return reply
+  end
+  local seen = notifications_during(function()
+    vim.cmd("LlamaSearch  what returns x ")
+    wait_for("the quickfix list", 5000, function()
+      return quickfix().title == "llama-lsp: what returns x"
+    end)
+  end)
+  local sent = fake.requests[#fake.requests]
+  assert(sent.method == "assistant/searchCodebase", vim.inspect(sent))
+  assert(vim.deep_equal(sent.params, { query = "what returns x" }), vim.inspect(sent.params))
+  local list = quickfix()
+  assert(list.winid ~= 0 and vim.api.nvim_get_current_win() == list.winid, "the quickfix list did not open")
+  local got = vim.tbl_map(function(item)
+    return { vim.api.nvim_buf_get_name(item.bufnr), item.lnum, item.end_lnum, item.text }
+  end, list.items)
+  assert(vim.deep_equal(got, {
+    { vim.api.nvim_buf_get_name(fake_buf), 1, 2, "f: def f(x):" },
+    { vim.fs.normalize(dir .. "/notes.txt"), 41, 80, "returns x as it is" },
+  }), vim.inspect(got))
+  -- Results from an index still being built say so.
+  local building = "llama-lsp: the index is still being built (2 files so far): more may match once it is done"
+  assert(#seen == 1 and seen[1].msg == building, vim.inspect(seen))
+
+  -- From the quickfix list, a buffer no server serves: the running server answers.
+  assert(vim.bo.buftype == "quickfix" and llama.client_for(0) == nil)
+  reply = { results = {}, indexed = { files = 2, chunks = 3, ready = true } }
+  local message = search_finding_nothing("LlamaSearch nothing at all")
+  assert(message == 'llama-lsp: no results for "nothing at all"', message)
+  reply = { results = {}, indexed = { files = 1, chunks = 0, ready = false } }
+  message = search_finding_nothing("LlamaSearch nothing yet")
+  assert(message == 'llama-lsp: no results for "nothing yet": the index is still being built (1 file so far)', message)
+  reply = { results = {}, indexed = { files = 0, chunks = 0, ready = false } }
+  message = search_finding_nothing("LlamaSearch nothing yet")
+  local off = 'llama-lsp: no results for "nothing yet": the index is still being built (0 files so far), or '
+    .. "`codebaseIndex` is off"
+  assert(message == off, message)
+  assert(quickfix().title == "llama-lsp: what returns x", quickfix().title)
+  vim.cmd.cclose()
+  vim.cmd.buffer(fake_buf)
+end)
+
 offline_step("the statusline says whether the buffer is warm", function()
   local client = assert(llama.client_for(fake_buf))
   -- A second buffer of the same server, whose name needs percent-encoding in its URI.
@@ -652,6 +738,16 @@ offline_step("the stand-in stops", function()
   end)
 end)
 
+offline_step(":LlamaSearch with no server running says so", function()
+  local lists = vim.fn.getqflist({ nr = "$" }).nr
+  local seen = notifications_during(function()
+    vim.cmd("LlamaSearch restock")
+  end)
+  assert(#seen == 1 and seen[1].level == vim.log.levels.ERROR, vim.inspect(seen))
+  assert(seen[1].msg:find("^llama%-lsp: no server is running"), seen[1].msg)
+  assert(vim.fn.getqflist({ nr = "$" }).nr == lists)
+end)
+
 -- ---- against the real server and model -------------------------------------------------------------
 
 local source_buf
@@ -756,6 +852,46 @@ step(":LlamaStop cancels", function()
   assert(idle_ms < 2000, string.format("the server was busy %.0f ms after the stop", idle_ms))
   vim.cmd("LlamaNew")
   assert(chat_text() == "" and chat.info().conversation_id == nil)
+end)
+
+step(":LlamaSearch puts the index's best matches in the quickfix list, or says there are none", function()
+  local client = assert(llama.client_for(source_buf))
+  vim.cmd.buffer(source_buf)
+  -- The index is built in the background once the server starts: wait until it is, so that what is
+  -- checked is its ranking.
+  wait_for("the workspace index", 120000, function()
+    local response = client:request_sync(protocol.SEARCH_CODEBASE, { query = "restock" }, 10000, source_buf)
+    return response ~= nil and response.result ~= nil and response.result.indexed.ready == true
+  end)
+  local seen = notifications_during(function()
+    vim.cmd("LlamaSearch restock an item")
+    wait_for("the quickfix list", 30000, function()
+      return quickfix().title == "llama-lsp: restock an item"
+    end)
+  end)
+  for _, note in ipairs(seen) do -- nothing about the search (the server may say other things)
+    assert(not note.msg:find("no results", 1, true) and not note.msg:find("index", 1, true), vim.inspect(seen))
+  end
+  local list = quickfix()
+  assert(list.winid ~= 0, "the quickfix list did not open")
+  local first = assert(list.items[1], "no results")
+  local restock_line
+  for n, line in ipairs(vim.api.nvim_buf_get_lines(source_buf, 0, -1, false)) do
+    if vim.startswith(line, "def restock(") then
+      restock_line = n
+    end
+  end
+  assert(item_path(first) == vim.uv.fs_realpath(workspace .. "/inventory.py"), vim.inspect(list.items))
+  assert(first.lnum == restock_line, vim.inspect({ restock_line = restock_line, first = first }))
+  assert(vim.startswith(first.text, "restock: def restock("), first.text)
+  -- A query nothing matches leaves a message, not an empty list; from the quickfix window, which no
+  -- server serves, the running one answers.
+  assert(vim.bo.buftype == "quickfix")
+  local message = search_finding_nothing("LlamaSearch zqxvtw qqjjkk")
+  assert(message == 'llama-lsp: no results for "zqxvtw qqjjkk"', message)
+  assert(quickfix().title == "llama-lsp: restock an item")
+  vim.cmd.cclose()
+  vim.cmd.buffer(source_buf)
 end)
 
 step("inline completion: ghost text in Insert mode, <Tab> accepts it", function()

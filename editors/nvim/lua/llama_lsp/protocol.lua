@@ -11,6 +11,19 @@
 ---                              the cache now; in every status once the model is ready, and a change to it
 ---                              sends a status
 
+---One of `assistant/searchCodebase`'s results: a chunk of a workspace file.
+---@class llama_lsp.SearchResult
+---@field uri string
+---@field range lsp.Range      the chunk's whole lines (`end` is the start of the line after it)
+---@field score number         BM25, higher is better
+---@field snippet string       the chunk's first 8 lines, as the file is on disk
+---@field symbol? string       `Class.method`, a function's name; nil for a window of lines
+
+---`assistant/searchCodebase`'s result: `results` best first; `indexed` says how far the index got.
+---@class llama_lsp.SearchCodebaseResult
+---@field results llama_lsp.SearchResult[]
+---@field indexed { files: integer, chunks: integer, ready: boolean }  ready: false while being built
+
 return {
   CLIENT_NAME = "llama_lsp",
   CHAT = "assistant/chat",
