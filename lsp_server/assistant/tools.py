@@ -218,9 +218,9 @@ class ToolRunner:
 
     def _closest_code(self, pattern: str) -> str:
         """When a pattern matches no line: the workspace index's chunks that best match its words, each
-        as `path:line` with what it defines and its first line; "" without an index, or no match."""
-        if self.index is None or len(words(pattern)) < 2:
-            return ""
+        as `path:line` with its first line; "" without a built index, or no match."""
+        if self.index is None or not self.index.ready or len(words(pattern)) < 2:
+            return ""  # until the index is built, the lines with most of the words
         hits = self.index.search(pattern, CLOSEST_CHUNKS)
         if not hits:
             return ""

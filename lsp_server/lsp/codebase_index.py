@@ -1,8 +1,9 @@
 """The workspace index as the server keeps it (lsp_server.assistant.codebase): built in the background
 once the client is initialized, kept up to date, saved, and searched.
 
-The build runs in a thread and pauses between files while the model answers a request (the server is
-busy), so a chat or a code action waits on it for one file at most. It starts from the index saved in
+The build runs in a thread and pauses between files while the model works on a request, so a chat or
+a code action waits on it for one file at most (a request's tool calls do not pause it: the model is
+idle then). It starts from the index saved in
 `cacheDir` for the same folders, reading again only the files that changed since, and shows LSP
 work-done progress. Edits in the editor (didChange, debounced), saves and the client's file events
 (workspace/didChangeWatchedFiles, registered where the client allows) update it file by file.
@@ -46,7 +47,7 @@ class IndexContext(Protocol):
     def settings(self) -> Settings: ...
 
     @property
-    def n_busy(self) -> int: ...
+    def model_working(self) -> bool: ...
 
     async def begin_progress(self, token: str, title: str) -> bool: ...
 
@@ -118,8 +119,9 @@ class WorkspaceIndex:
             log.exception("indexing %s failed", roots)
 
     def _pause(self) -> None:
-        """Between two files of the build (in its thread): waits while the model answers a request."""
-        while self._server.n_busy > 0 and not self._stopping.is_set():
+        """Between two files of the build (in its thread): waits while the model works on a request
+        (not while a request's tool runs: then the model waits, and the build may use the time)."""
+        while self._server.model_working and not self._stopping.is_set():
             time.sleep(BUSY_POLL_S)
         if self._stopping.is_set():
             raise _Stopped  # ends the build's thread at the next file

@@ -176,6 +176,12 @@ class AssistantServer(LanguageServer):
         self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
 
     @property
+    def model_working(self) -> bool:
+        """Whether the engine has a request to answer, running or waiting (read from any thread)."""
+        engine = self.model_host.engine
+        return engine is not None and engine.queue_length > 0
+
+    @property
     def codebase_index(self) -> CodebaseIndex | None:
         """The workspace index, as far as it is built; None while there is none."""
         return self.codebase.index
