@@ -45,6 +45,7 @@ from lsp_server.lsp import protocol
 HERE = Path(__file__).resolve().parent
 LOAD_TIMEOUT_S = 300
 CHAT_TIMEOUT_S = 1200
+INDEX_TIMEOUT_S = 300
 MARKUP = re.compile(r"</?tool_call>|</?tool_response>|</?tools>|<\|[^|\s]{1,40}\|>")
 # Paths as an answer writes them: letters, digits and _ . / - ending in an extension.
 PATH_LIKE = re.compile(r"[\w./-]*\w\.\w+")
@@ -83,6 +84,7 @@ class Outcome:
     steps: int = 0
     t_prefill_ms: float = 0.0
     t_decode_ms: float = 0.0
+    index_seconds: float | None = None  # waiting for the workspace index; None: the server keeps none
 
 
 class ChatClient(HeadlessClient):
@@ -150,6 +152,7 @@ async def ask(
         if status["state"] == protocol.ERROR:
             outcome.error = f"the model did not load: {status.get('message', '')}"
             return
+        outcome.index_seconds = await index_built(client)
         started = time.monotonic()
         try:
             answer = await asyncio.wait_for(
@@ -186,6 +189,24 @@ async def ask(
         outcome.t_decode_ms = stats.get("tDecodeMs", 0.0)
     finally:
         await client.close()
+
+
+async def index_built(client: ChatClient) -> float | None:
+    """Waits until the server's workspace index is built, as it is when a user asks a while after
+    opening the folder (and after any restart: it is saved); the seconds waited, or None when the
+    server keeps no index (a server from before it, or `codebaseIndex` off)."""
+    started = time.monotonic()
+    while time.monotonic() - started < INDEX_TIMEOUT_S:
+        try:
+            result = await client.request(protocol.SEARCH_CODEBASE, {"query": "index"})
+        except JsonRpcException:
+            return None
+        if result["indexed"]["ready"]:
+            return time.monotonic() - started
+        if result["indexed"]["files"] == 0 and time.monotonic() - started > 5:
+            return None  # no index is being built
+        await asyncio.sleep(0.2)
+    return None
 
 
 def run_case(
