@@ -8,6 +8,7 @@ import { CHAT_VIEW_ID, ChatViewProvider } from './chat/view';
 import { ACTION_COMMANDS, runAction } from './codeActions';
 import { COMMAND_INSTALL_SERVER, Notifier } from './notifications';
 import { COMMAND_SHOW_ANSWER, SECTION, type ShowAnswerArgs } from './protocol';
+import { COMMAND_SEARCH_CODEBASE, searchCodebase } from './search';
 import { LlamaServer } from './server';
 import { bundledWheel, ServerInstaller } from './serverInstall';
 import { statsSummary } from './status';
@@ -77,6 +78,7 @@ export function activate(context: vscode.ExtensionContext): void {
     ...Object.entries(ACTION_COMMANDS).map(([id, action]) =>
       vscode.commands.registerCommand(id, () => runAction(action, actionDeps)),
     ),
+    vscode.commands.registerCommand(COMMAND_SEARCH_CODEBASE, () => searchCodebase({ server: llama, notifier })),
     vscode.commands.registerCommand('llamaLsp.newConversation', () => controller.newConversation()),
     vscode.commands.registerCommand('llamaLsp.stop', () => controller.stop()),
     vscode.commands.registerCommand('llamaLsp.restartServer', () => llama.restart()),

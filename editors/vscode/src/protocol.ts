@@ -19,6 +19,7 @@ export const COMMAND_SHOW_ANSWER = 'llamaLsp.showAnswer';
 
 /** LSP error codes the server answers with. */
 export const ErrorCode = {
+  MethodNotFound: -32601,
   InvalidParams: -32602,
   RequestCancelled: -32800,
   ContentModified: -32801,
@@ -225,6 +226,36 @@ export interface CodeActionResult extends ChatResult {
   verification?: Verification;
 }
 
+/** `assistant/searchCodebase`: the workspace index's chunks that best match `query`'s words. */
+export interface SearchCodebaseParams {
+  /** Words, identifiers or a sentence; not blank, at most 2,000 characters. */
+  query: string;
+  /** 1 to 50; the server's default is 10. */
+  limit?: number;
+}
+
+/** One chunk of a file: a Python definition or block, or a window of lines. */
+export interface SearchCodebaseHit {
+  uri: string;
+  /** The chunk's whole lines: `end` is the start of the line after it. */
+  range: Range;
+  score: number;
+  /** The chunk's first 8 lines as the file is on disk. */
+  snippet: string;
+  /** `Class.method`, a function's name; absent for a window of lines. */
+  symbol?: string;
+}
+
+export interface SearchCodebaseResult {
+  /** Best first. */
+  results: SearchCodebaseHit[];
+  /**
+   * `ready` is false while the index is being built (the results are those of the files indexed so
+   * far), and with `codebaseIndex` off or no folder open (then `files` is 0).
+   */
+  indexed: { files: number; chunks: number; ready: boolean };
+}
+
 /** The argument of `llamaLsp.showAnswer`. */
 export interface ShowAnswerArgs {
   conversationId: string;
@@ -265,4 +296,7 @@ export const chatRequest = new RequestType<ChatParams, ChatResult, void>(CHAT);
 export type StatsParams = Record<string, never>;
 export const statsRequest = new RequestType<StatsParams, StatsResult, void>(STATS);
 export const statusNotification = new NotificationType<StatusParams>(STATUS);
+export const searchCodebaseRequest = new RequestType<SearchCodebaseParams, SearchCodebaseResult, void>(
+  SEARCH_CODEBASE,
+);
 export const chatDeltaProgress = new ProgressType<ChatDelta>();

@@ -25,6 +25,7 @@ import {
   SECTION,
   chatDeltaProgress,
   chatRequest,
+  searchCodebaseRequest,
   statsRequest,
   statusNotification,
   type ChatParams,
@@ -32,6 +33,8 @@ import {
   type CodeActionArgs,
   type CodeActionResult,
   type ResolvedCodeActionData,
+  type SearchCodebaseParams,
+  type SearchCodebaseResult,
   type StatsResult,
   type Verification,
   type WorkspaceEdit,
@@ -167,6 +170,10 @@ export class LlamaServer implements vscode.Disposable {
 
   async stats(): Promise<StatsResult> {
     return (await this.running()).sendRequest(statsRequest, {});
+  }
+
+  async searchCodebase(params: SearchCodebaseParams, token?: vscode.CancellationToken): Promise<SearchCodebaseResult> {
+    return (await this.running()).sendRequest(searchCodebaseRequest, params, token);
   }
 
   /** Runs a code action to the end: the server applies its edit through workspace/applyEdit. */

@@ -25,10 +25,12 @@ import {
   SECTION,
   chatDeltaProgress,
   chatRequest,
+  searchCodebaseRequest,
   statsRequest,
   statusNotification,
   type ChatParams,
   type ChatResult,
+  type SearchCodebaseResult,
   type StatusParams,
 } from '../../src/protocol';
 
@@ -293,6 +295,40 @@ describe(`llama-lsp over stdio (${model})`, { timeout: 600_000 }, () => {
 
     // At the start of "def add(a, b):" the whole line is right of the cursor: no suggestion.
     assert.deepEqual((await complete(0, 0)).items, []);
+    assert.deepEqual(shownMessages, []);
+  });
+
+  test('assistant/searchCodebase finds mean() in the folder once the index is built', { timeout: 120_000 }, async (t) => {
+    // The index is built in the background after `initialized` (no git here: every file outside
+    // hidden folders, so not the cache); until it is ready the results are the files indexed so far.
+    const search = (query: string) =>
+      withTimeout(connection.sendRequest(searchCodebaseRequest, { query, limit: 5 }), 30_000, 'assistant/searchCodebase');
+    let result: SearchCodebaseResult;
+    const started = Date.now();
+    for (;;) {
+      result = await search('the mean of the values');
+      if (result.indexed.ready) break;
+      assert.ok(Date.now() - started < 90_000, `the index was not built: ${JSON.stringify(result)}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    t.diagnostic(`index: ${result.indexed.files} file(s), ${result.indexed.chunks} chunks`);
+    assert.ok(result.indexed.files >= 1 && result.indexed.chunks >= 2, JSON.stringify(result.indexed));
+    const [first] = result.results;
+    assert.ok(first, JSON.stringify(result));
+    assert.equal(first.uri, pathToFileURL(fs.realpathSync(path.join(workspace, 'stats.py'))).href);
+    assert.equal(first.symbol, 'mean');
+    assert.deepEqual(first.range.start, { line: 4, character: 0 });
+    assert.ok(first.snippet.startsWith('def mean(values):'), JSON.stringify(first.snippet));
+    assert.equal(typeof first.score, 'number');
+    assert.ok(result.results.length <= 5);
+
+    // What the input box already refuses, the server refuses too (InvalidParams), and goes on serving.
+    await assert.rejects(connection.sendRequest(searchCodebaseRequest, { query: ' ' }), (error: unknown) => {
+      assert.ok(error instanceof ResponseError, String(error));
+      assert.equal(error.code, ErrorCode.InvalidParams);
+      return true;
+    });
+    assert.ok((await search('add')).results.length > 0);
     assert.deepEqual(shownMessages, []);
   });
 });

@@ -243,6 +243,7 @@ describe('manifest contract', () => {
       'llamaLsp.newConversation',
       'llamaLsp.refactor',
       'llamaLsp.restartServer',
+      'llamaLsp.searchCodebase',
       'llamaLsp.showAnswer',
       'llamaLsp.showStats',
       'llamaLsp.stop',
