@@ -237,6 +237,10 @@ async def run_turn(
             break
         call = answer.tool_calls[0]
         signature = json.dumps([call.name, call.arguments], sort_keys=True)
+        if signature in unproductive and options.want_edit:
+            log.info("the model repeated an edit that failed; ending the turn")  # its caller writes again
+            result.content = answer.content
+            break
         if signature in unproductive:
             repeats += 1
             outcome = ToolOutcome.failed(_repeated(call.name, repeats))
