@@ -81,8 +81,9 @@ class Case:
     question: str
 
 
-def candidates(repo: str) -> list[Case]:
-    """The repository's commits that follow the rules, oldest first, one per subject."""
+def candidates(repo: str, max_files: int = 2) -> list[Case]:
+    """The repository's commits that follow the rules, modifying 1 to max_files source files, oldest
+    first, one per subject."""
     log = subprocess.run(
         [
             "git",
@@ -108,7 +109,7 @@ def candidates(repo: str) -> list[Case]:
         commit, *parents = shas.split()
         rows = [line.split("\t") for line in changes if line.strip()]
         source = [row for row in rows if row[-1].endswith(".py") and not NOT_SOURCE.search(row[-1])]
-        if len(parents) != 1 or not 1 <= len(source) <= 2 or any(row[0] != "M" for row in source):
+        if len(parents) != 1 or not 1 <= len(source) <= max_files or any(row[0] != "M" for row in source):
             continue
         gold = sorted(row[-1] for row in source)
         if SKIP.search(subject) or any(Path(path).name in subject for path in gold):
@@ -133,14 +134,15 @@ def candidates(repo: str) -> list[Case]:
     return found
 
 
-def choose(found: list[Case], n: int) -> list[Case]:
-    """n candidates at evenly spaced positions; a rejected one gives way to the next one not taken."""
+def choose(found: list[Case], n: int, rejected: tuple[str, ...] = tuple(REJECTED)) -> list[Case]:
+    """n candidates at evenly spaced positions; a rejected one (by commit prefix) gives way to the next
+    one not taken."""
     if len(found) < n:
         raise SystemExit(f"only {len(found)} candidates, fewer than {n}")
     taken: list[int] = []
     for i in range(n):
         position = round(i * (len(found) - 1) / (n - 1)) if n > 1 else 0
-        while position in taken or found[position].commit.startswith(tuple(REJECTED)):
+        while position in taken or found[position].commit.startswith(rejected):
             position = (position + 1) % len(found)
         taken.append(position)
     return [found[position] for position in sorted(taken)]

@@ -9,7 +9,7 @@ generalisation, here: a commit may modify one to MAX_FILES non-test source .py f
 Per repository, the chat eval's cases of that repository are kept, so that both evals can be read
 on the same commits, and the rest of CASES_PER_REPO are taken by chat's rule (evenly spaced in
 time) among the remaining candidates. A repository without chat cases (EXTRA_REPOS) gets all
-CASES_PER_REPO that way. `choose` is chat.choose with this file's REJECTED added to chat's.
+CASES_PER_REPO that way, with this file's REJECTED set aside as well as chat's.
 
     .venv/bin/python eval/codebase/queries.py               # writes eval/codebase/cases.json
     .venv/bin/python eval/codebase/queries.py --candidates  # prints every candidate instead
@@ -53,69 +53,6 @@ REJECTED: dict[str, str] = {
 }
 
 
-def candidates(repo: str, max_files: int = MAX_FILES) -> list[chat.Case]:
-    """chat.candidates with 1..max_files source files instead of 1..2: oldest first, one per subject."""
-    log = (
-        Repo(repo)
-        .git(
-            "log",
-            "--no-merges",
-            f"--since={chat.SINCE}",
-            f"--before={chat.BEFORE}",
-            "--format=@@%H %P%x09%cs%x09%s",
-            "--name-status",
-            "--no-renames",
-            "HEAD",
-        )
-        .stdout
-    )
-    found: list[chat.Case] = []
-    seen: set[str] = set()
-    for block in reversed(log.split("@@")[1:]):
-        head, *changes = block.strip().split("\n")
-        shas, date, subject = head.split("\t", 2)
-        commit, *parents = shas.split()
-        rows = [line.split("\t") for line in changes if line.strip()]
-        source = [row for row in rows if row[-1].endswith(".py") and not chat.NOT_SOURCE.search(row[-1])]
-        if len(parents) != 1 or not 1 <= len(source) <= max_files or any(row[0] != "M" for row in source):
-            continue
-        gold = sorted(row[-1] for row in source)
-        if chat.SKIP.search(subject) or any(Path(path).name in subject for path in gold):
-            continue
-        description = chat.PULL_REQUEST.sub("", subject).strip()
-        if description.lower() in seen:
-            continue
-        seen.add(description.lower())
-        found.append(
-            chat.Case(
-                id=f"{repo.split('/')[1]}-{commit[:8]}",
-                repo=repo,
-                commit=commit,
-                parent=parents[0],
-                date=date,
-                subject=subject,
-                gold=gold,
-                question=chat.QUESTION.format(description=description),
-            )
-        )
-    return found
-
-
-def choose(found: list[chat.Case], n: int) -> list[chat.Case]:
-    """chat.choose, setting aside this file's REJECTED as well as chat's: n candidates at evenly
-    spaced positions; a rejected one gives way to the next one not taken."""
-    if len(found) < n:
-        raise SystemExit(f"only {len(found)} candidates, fewer than {n}")
-    rejected = (*chat.REJECTED, *REJECTED)
-    taken: list[int] = []
-    for i in range(n):
-        position = round(i * (len(found) - 1) / (n - 1)) if n > 1 else 0
-        while position in taken or found[position].commit.startswith(rejected):
-            position = (position + 1) % len(found)
-        taken.append(position)
-    return [found[position] for position in sorted(taken)]
-
-
 def pick(repo: str, found: list[chat.Case], chat_commits: set[str]) -> list[chat.Case]:
     """The chat cases of `repo`, and chat.choose's evenly spaced picks among the other candidates."""
     kept = [case for case in found if case.commit in chat_commits]
@@ -123,7 +60,7 @@ def pick(repo: str, found: list[chat.Case], chat_commits: set[str]) -> list[chat
     if missing:  # the rules here include chat's, so this means the two have drifted apart
         raise SystemExit(f"{repo}: chat cases that are not candidates here: {sorted(missing)}")
     rest = [case for case in found if case.commit not in chat_commits]
-    taken = kept + choose(rest, CASES_PER_REPO - len(kept))
+    taken = kept + chat.choose(rest, CASES_PER_REPO - len(kept), (*chat.REJECTED, *REJECTED))
     return sorted(taken, key=found.index)
 
 
@@ -137,7 +74,7 @@ def main() -> int:
     cases: list[dict] = []
     for name in REPOS:
         Repo(name).check()
-        found = candidates(name)
+        found = chat.candidates(name, MAX_FILES)
         if args.candidates:
             for case in found:
                 print(f"{case.date} {case.commit[:10]} {case.subject[:90]} | {' '.join(case.gold)}")
