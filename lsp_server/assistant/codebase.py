@@ -231,13 +231,12 @@ class CodebaseIndex:
         """The files to index, shown path -> path: git's where a folder is a repository (.gitignore
         respected), else every file the tools see."""
         found: dict[str, Path] = {}
+        walked: dict[Path, str] | None = None  # every folder's files, walked once where git lists none
         for root in self.sandbox.roots:
             tracked = _git_files(root)
-            paths = (
-                tracked
-                if tracked is not None
-                else [p for p in self.sandbox.files() if p.is_relative_to(root)]
-            )
+            if tracked is None and walked is None:
+                walked = self.sandbox.files()
+            paths = tracked if tracked is not None else [p for p in walked or {} if p.is_relative_to(root)]
             for path in paths:
                 if len(found) >= MAX_FILES:
                     self.skipped.add(f"past {MAX_FILES} files")
