@@ -93,7 +93,7 @@ async def markers_of(engine: ChatEngine) -> frozenset[str]:
 class MarkupFilter:
     """Cuts a template's markers out of an answer as it streams, piece by piece.
 
-    markers: the template's (template_markers); the special-token shape is always cut too.
+    markers: the template's (markers_of); the special-token shape is always cut too.
     """
 
     def __init__(self, markers: Iterable[str]) -> None:
@@ -103,7 +103,6 @@ class MarkupFilter:
         self._prefixes = {marker[:n] for marker in self._markers for n in range(1, len(marker))}
         self._pending = ""  # text not decided yet: it may be the start of a marker
         self._closing: str | None = None  # inside a block: the marker that ends it
-        self.cut = False  # whether anything was cut
 
     def add(self, piece: str) -> str:
         """The text of the answer that can be shown once `piece` is added to it."""
@@ -123,7 +122,6 @@ class MarkupFilter:
                 shown.append(text[: len(text) - len(self._pending)])
                 return "".join(shown)
             shown.append(text[: found.start()])
-            self.cut = True
             marker = found.group()
             opens = marker.startswith("<") and not marker.startswith(("</", "<|"))
             closing = "</" + marker[1:] if opens else None
