@@ -56,6 +56,7 @@ SAFE_NOTIFICATIONS = ["textDocument/didOpen", "textDocument/didChange", "textDoc
 REQUEST_METHODS = [
     "assistant/stats",
     "assistant/chat",
+    "assistant/searchCodebase",
     "textDocument/codeAction",
     "codeAction/resolve",
     "workspace/executeCommand",
@@ -163,6 +164,15 @@ class Fuzzer:
 
     def stats(self) -> Sent:
         return self.request("assistant/stats", self.rng.choice([None, {}, []]), "stats")
+
+    def search(self) -> Sent:
+        queries = ["restock an item", "", "  ", self.text(), "x" * 3000, self.json(1)]
+        params: Any = {"query": self.rng.choice(queries)}
+        if self.rng.random() < 0.3:
+            params["limit"] = self.rng.choice([1, 50, 0, 51, -3, "5", None, True, 2.5])
+        if self.rng.random() < 0.1:
+            params = self.rng.choice([None, [], "query"])
+        return self.request("assistant/searchCodebase", params, "search")
 
     def code_action(self) -> Sent:
         params = {
@@ -391,6 +401,7 @@ class Fuzzer:
             (self.stats, 8),
             (self.code_action, 10),
             (self.chat, 8),
+            (self.search, 5),
             (self.command, 5),
             (self.resolve, 3),
             (self.cancel, 6),
