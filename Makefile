@@ -32,7 +32,11 @@ help: ## List the targets
 
 setup: $(SETUP_STAMP) ## Create .venv with the package (builds native/), test tools and Neovim
 
-$(SETUP_STAMP): pyproject.toml $(NATIVE_SOURCES)
+# The editable install maps each module to its file when it is made: a module added, moved or removed
+# (its folder's time changes) needs it made again.
+PACKAGE_DIRS := $(sort $(dir $(wildcard lsp_server/*.py lsp_server/*/*.py lsp_server/*/*/*.py)))
+
+$(SETUP_STAMP): pyproject.toml $(NATIVE_SOURCES) $(PACKAGE_DIRS)
 	@command -v ccache >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		timeout 300 apt-get install -y -qq ccache >/dev/null 2>&1 || echo "note: ccache not installed; rebuilds will be slower"; }
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \

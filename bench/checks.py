@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from harness.eval_tasks import TASKS, Task
-from lsp_server.assistant.check_sandbox import CheckSandbox
-from lsp_server.assistant.test_discovery import find_tests
-from lsp_server.assistant.verify import run_on_copy
+from lsp_server.assistant.checks.discovery import find_tests
+from lsp_server.assistant.checks.sandbox import CheckSandbox
+from lsp_server.assistant.checks.verifier import run_on_copy
 
 from .parts import median, show
 

@@ -7,10 +7,10 @@ import sys
 import time
 from pathlib import Path
 
-from lsp_server.assistant.sandbox import Sandbox
-from lsp_server.assistant.test_discovery import find_tests
-from lsp_server.assistant.tools import ToolRunner
-from lsp_server.assistant.verify import Verifier
+from lsp_server.assistant.checks.discovery import find_tests
+from lsp_server.assistant.checks.verifier import Verifier
+from lsp_server.assistant.tools.runner import ToolRunner
+from lsp_server.assistant.tools.workspace_files import WorkspaceFiles
 
 CALC = "def add(a, b):\n    return a - b\n"
 PYTEST_TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
@@ -86,7 +86,7 @@ def test_other_languages_find_nothing_and_say_so(tmp_path: Path):
 
 
 def proposed(project: Path, text: str) -> ToolRunner:
-    runner = ToolRunner(Sandbox([project]))
+    runner = ToolRunner(WorkspaceFiles([project]))
     assert runner.proposals.propose_text(project / "calc.py", text) is None
     return runner
 
@@ -96,7 +96,7 @@ async def test_auto_runs_the_related_tests_first_so_a_slow_unrelated_file_does_n
 ):
     project = write(tmp_path, {"calc.py": CALC, "test_calc.py": PYTEST_TEST, "test_slow.py": SLOW_TEST})
     write(project, {"other.py": ""})
-    check = Verifier("auto", 6, 3, Sandbox([project]))
+    check = Verifier("auto", 6, 3, WorkspaceFiles([project]))
     started = time.monotonic()
     assert await check.check_latest(proposed(project, CALC.replace("a - b", "a + b"))) is None
     assert time.monotonic() - started < 6 + 3  # the related tests, then the rest until verifyTimeout
@@ -106,7 +106,7 @@ async def test_auto_runs_the_related_tests_first_so_a_slow_unrelated_file_does_n
     assert result["summary"].startswith("verified: ") and "1 passed" in result["output"]
     assert result["summary"].endswith("; the other test file did not finish within verifyTimeout")
 
-    check = Verifier("auto", 6, 3, Sandbox([project]))
+    check = Verifier("auto", 6, 3, WorkspaceFiles([project]))
     started = time.monotonic()
     problem = await check.check_latest(proposed(project, CALC.replace("a - b", "a * b")))
     assert time.monotonic() - started < 3  # a failure of the related tests: the rest does not run
@@ -127,7 +127,7 @@ async def test_after_the_related_tests_pass_the_rest_runs_and_an_edit_that_break
     write(project, {"test_report.py": REPORT_TEST})
     # Still right for add(2, 3), which the related test asks, and wrong for negative numbers.
     breaking = "def add(a, b):\n    return abs(a) + abs(b)\n"
-    check = Verifier("auto", 20, 3, Sandbox([project]))
+    check = Verifier("auto", 20, 3, WorkspaceFiles([project]))
     runner = proposed(project, breaking)
     problem = await check.check_latest(runner)
     assert problem is not None and "test_report.py" in problem and "assert 2 == 0" in problem
@@ -138,7 +138,7 @@ async def test_after_the_related_tests_pass_the_rest_runs_and_an_edit_that_break
         "edit and failed with it"
     )
 
-    check = Verifier("auto", 20, 3, Sandbox([project]))
+    check = Verifier("auto", 20, 3, WorkspaceFiles([project]))
     assert await check.check_latest(proposed(project, "def add(a, b):\n    return b + a\n")) is None
     assert check.verification.summary().endswith("; the other test file passed too")
 
@@ -146,7 +146,7 @@ async def test_after_the_related_tests_pass_the_rest_runs_and_an_edit_that_break
 async def test_other_tests_that_fail_without_the_edit_do_not_count(tmp_path: Path):
     project = write(tmp_path, {"calc.py": CALC, "test_calc.py": PYTEST_TEST, "report.py": REPORT})
     write(project, {"test_report.py": REPORT_TEST.replace("== 0", "== 7")})  # fails whatever add does
-    check = Verifier("auto", 20, 3, Sandbox([project]))
+    check = Verifier("auto", 20, 3, WorkspaceFiles([project]))
     assert await check.check_latest(proposed(project, CALC.replace("a - b", "a + b"))) is None
     assert check.verification.passed is True
     assert check.verification.summary().endswith(
@@ -156,7 +156,7 @@ async def test_other_tests_that_fail_without_the_edit_do_not_count(tmp_path: Pat
 
 async def test_auto_with_no_tests_keeps_the_edit_unchecked_and_says_no_tests_found(tmp_path: Path):
     project = write(tmp_path, {"calc.py": CALC})
-    check = Verifier("auto", 20, 3, Sandbox([project]))
+    check = Verifier("auto", 20, 3, WorkspaceFiles([project]))
     runner = proposed(project, CALC.replace("a - b", "a + b"))
     assert await check.check_latest(runner) is None
     assert len(runner.proposals.edits) == 1
@@ -166,5 +166,5 @@ async def test_auto_with_no_tests_keeps_the_edit_unchecked_and_says_no_tests_fou
 
 
 def test_auto_before_any_check_does_not_claim_that_no_command_is_set(tmp_path: Path):
-    check = Verifier("auto", 20, 3, Sandbox([tmp_path]))
+    check = Verifier("auto", 20, 3, WorkspaceFiles([tmp_path]))
     assert check.verification.summary() == "not verified: no edit was checked"

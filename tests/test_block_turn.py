@@ -11,8 +11,8 @@ from lsp_server.assistant import block_turn
 from lsp_server.assistant.block_turn import BlockRequest, BlockTurn
 from lsp_server.assistant.conversation import Conversation
 from lsp_server.assistant.rewrite import code_block
-from lsp_server.assistant.sandbox import Sandbox
-from lsp_server.assistant.tools import ToolRunner
+from lsp_server.assistant.tools.runner import ToolRunner
+from lsp_server.assistant.tools.workspace_files import WorkspaceFiles
 from lsp_server.engine import Engine, EngineConfig
 
 LOOP = "The function subtracts where it should add. It returns a - b. It returns a - b. It returns a - b."
@@ -53,7 +53,7 @@ async def test_words_that_run_on_are_stopped_and_the_answer_goes_on_to_its_code(
             blocks.append(code)
             return None
 
-        turn = BlockTurn(engine, conversation, ToolRunner(Sandbox([tmp_path])), request, propose)
+        turn = BlockTurn(engine, conversation, ToolRunner(WorkspaceFiles([tmp_path])), request, propose)
         result = await turn.run()
     finally:
         engine.close()

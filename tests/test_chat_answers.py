@@ -24,8 +24,8 @@ from pygls.exceptions import JsonRpcException
 from lsp_server.assistant import markup
 from lsp_server.assistant.conversation import ANSWER_NOW, Conversation, TurnOptions, run_turn
 from lsp_server.assistant.rewrite import only_documentation
-from lsp_server.assistant.sandbox import Sandbox
-from lsp_server.assistant.tools import ToolRunner
+from lsp_server.assistant.tools.runner import ToolRunner
+from lsp_server.assistant.tools.workspace_files import WorkspaceFiles
 from lsp_server.engine import RemoteConfig, native
 from lsp_server.engine.remote import RemoteEngine
 from lsp_server.lsp import protocol
@@ -157,7 +157,7 @@ class Turn:
 
     def __init__(self, project: Path, script: list[str | dict[str, Any]], rendering: str) -> None:
         self.model = ScriptedModel(script, rendering)
-        self.runner = ToolRunner(Sandbox([project]))
+        self.runner = ToolRunner(WorkspaceFiles([project]))
         self.conversation = Conversation("scripted")
         self.pieces: list[str] = []
 
@@ -260,17 +260,17 @@ async def test_arguments_that_are_the_tools_schema_are_refused_not_run(scripted)
     ],
 )
 def test_schemas_in_other_shapes_are_refused(project: Path, arguments: dict[str, Any]):
-    outcome = ToolRunner(Sandbox([project])).run("search", arguments)
+    outcome = ToolRunner(WorkspaceFiles([project])).run("search", arguments)
     assert not outcome.ok and "schema" in outcome.text and "pattern, glob" in outcome.text
 
 
 def test_a_sentence_that_matches_no_line_finds_the_lines_with_most_of_its_words(project: Path):
-    outcome = ToolRunner(Sandbox([project])).run("search", {"pattern": SENTENCE})
+    outcome = ToolRunner(WorkspaceFiles([project])).run("search", {"pattern": SENTENCE})
     lines = outcome.text.splitlines()
     assert lines[0].startswith(f"No line matches {SENTENCE!r}. The lines with the most of its words")
     assert lines[1] == "net.py:5: # each failed attempt doubles the retry delay", outcome.text
     assert outcome.ok and not outcome.found_nothing
-    nothing = ToolRunner(Sandbox([project])).run("search", {"pattern": "zqx vtw qqj"})
+    nothing = ToolRunner(WorkspaceFiles([project])).run("search", {"pattern": "zqx vtw qqj"})
     assert nothing.text == "No matches for 'zqx vtw qqj'." and nothing.found_nothing
 
 

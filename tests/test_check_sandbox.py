@@ -1,4 +1,4 @@
-"""The box a check runs in (lsp_server.assistant.check_sandbox), driven through the Verifier with real
+"""The box a check runs in (lsp_server.assistant.checks.sandbox), driven through the Verifier with real
 processes and no model: a hostile check cannot change a file outside its copy, see the server's
 environment, reach the network or another program's socket, allocate or write past its limits, or leave
 a process behind (also without the sandbox); special files are left out of the copy;
@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.assistant import check_sandbox
-from lsp_server.assistant.check_sandbox import CheckSandbox, SandboxMode
-from lsp_server.assistant.sandbox import Sandbox
-from lsp_server.assistant.tools import ToolRunner
-from lsp_server.assistant.verify import Verifier
+from lsp_server.assistant.checks import sandbox as check_sandbox
+from lsp_server.assistant.checks.sandbox import CheckSandbox, SandboxMode
+from lsp_server.assistant.checks.verifier import Verifier
+from lsp_server.assistant.tools.runner import ToolRunner
+from lsp_server.assistant.tools.workspace_files import WorkspaceFiles
 
 from .test_verify import MODULE, TEST, processes_running
 
@@ -155,7 +155,7 @@ def no_check_processes_within(seconds: float, *sleeps: str) -> list[int]:
 
 
 def proposed(project: Path) -> ToolRunner:
-    runner = ToolRunner(Sandbox([project]))
+    runner = ToolRunner(WorkspaceFiles([project]))
     assert runner.proposals.propose_text(project / "calc.py", FIXED) is None
     return runner
 
@@ -169,7 +169,7 @@ async def test_a_hostile_check_stays_in_its_box(
     listener = Listener()
     try:
         command = hostile_command(project, outside, home, listener.port, marker)
-        check = Verifier(command, 30, 3, Sandbox([project]), CheckSandbox("auto"))
+        check = Verifier(command, 30, 3, WorkspaceFiles([project]), CheckSandbox("auto"))
         runner = proposed(project)
         problem = await check.check_latest(runner)
         left = no_check_processes_within(1.0, "1000.11", "1000.12")
@@ -218,7 +218,9 @@ async def test_no_process_of_the_check_outlives_it(project: Path, mode: SandboxM
     """With the sandbox or without it (`verifySandbox` "none": the supervisor, a child subreaper)."""
     last = {"pass": "true", "fail": "false", "timeout": "sleep 60", "cancel": "sleep 60"}[ending]
     command = "\n".join([*SPAWNS, last])
-    check = Verifier(command, 2 if ending == "timeout" else 30, 3, Sandbox([project]), CheckSandbox(mode))
+    check = Verifier(
+        command, 2 if ending == "timeout" else 30, 3, WorkspaceFiles([project]), CheckSandbox(mode)
+    )
     task = asyncio.ensure_future(check.check_latest(proposed(project)))
     if ending == "cancel":
         deadline = time.monotonic() + 10
@@ -236,7 +238,7 @@ async def test_no_process_of_the_check_outlives_it(project: Path, mode: SandboxM
 
 
 async def test_the_check_runs_under_limits(project: Path):
-    check = Verifier("cat /proc/self/limits; false", 10, 3, Sandbox([project]))
+    check = Verifier("cat /proc/self/limits; false", 10, 3, WorkspaceFiles([project]))
     await check.check_latest(proposed(project))
     limits = {line[:26].strip(): line[26:].split() for line in check.verification.output.splitlines()}
     assert limits["Max cpu time"][:2] == ["11", "11"]  # the timeout, and a second
@@ -246,7 +248,7 @@ async def test_the_check_runs_under_limits(project: Path):
 
 async def test_a_file_past_the_size_limit_fails_the_check(project: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(check_sandbox, "FILE_SIZE_LIMIT", 1 << 20)
-    check = Verifier("head -c 2000000 /dev/zero > big && echo wrote it", 10, 3, Sandbox([project]))
+    check = Verifier("head -c 2000000 /dev/zero > big && echo wrote it", 10, 3, WorkspaceFiles([project]))
     problem = await check.check_latest(proposed(project))
     assert problem is not None and "wrote it" not in check.verification.output
 
@@ -254,7 +256,7 @@ async def test_a_file_past_the_size_limit_fails_the_check(project: Path, monkeyp
 async def test_a_folder_past_the_copy_limit_is_not_copied(project: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(check_sandbox, "COPY_MAX_BYTES", 100)
     (project / "data.bin").write_bytes(b"x" * 200)
-    check = Verifier("echo ran", 10, 3, Sandbox([project]))
+    check = Verifier("echo ran", 10, 3, WorkspaceFiles([project]))
     problem = await check.check_latest(proposed(project))
     assert problem is not None and "ran" not in check.verification.output
     assert "could not copy the folder" in problem and "too much to copy" in problem
@@ -287,7 +289,7 @@ async def test_without_a_sandbox_the_check_is_refused_and_says_how_to_fix_it(
     project: Path, outside: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unavailable
 ):
     ran = outside / "ran"
-    check = Verifier(f"touch {ran}", 30, 3, Sandbox([project]), unavailable(tmp_path, monkeypatch))
+    check = Verifier(f"touch {ran}", 30, 3, WorkspaceFiles([project]), unavailable(tmp_path, monkeypatch))
     check.look_before(project / "calc.py", fixing=True)
     runner = proposed(project)
     assert await check.check_latest(runner) is None  # the edit stays, unchecked
@@ -317,7 +319,7 @@ async def test_with_verify_sandbox_none_the_check_runs_without_isolation(
         "(sleep 1000.31 &); true"
     )
     check = Verifier(
-        command, 30, 3, Sandbox([project]), CheckSandbox("none", bwrap=str(tmp_path / "nothing"))
+        command, 30, 3, WorkspaceFiles([project]), CheckSandbox("none", bwrap=str(tmp_path / "nothing"))
     )
     assert await check.check_latest(proposed(project)) is None, check.verification.output
     assert check.verification.to_json()["sandbox"] == "none"
@@ -336,7 +338,7 @@ async def test_the_workspaces_virtual_environment_runs_in_the_sandbox(tmp_path: 
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(project / name)], check=True)
     show = "-c 'import sys; print(\"prefix\", sys.prefix)'"
     command = f"{name}/bin/python {show} && {project}/{name}/bin/python {show} && ! touch {name}/new"
-    check = Verifier(command, 30, 3, Sandbox([project]))
+    check = Verifier(command, 30, 3, WorkspaceFiles([project]))
     assert await check.check_latest(proposed(project)) is None, check.verification.output
     prefixes = [
         line.split()[1] for line in check.verification.output.splitlines() if line.startswith("prefix")
@@ -416,7 +418,7 @@ async def test_a_check_reaches_no_socket_outside_its_copy(system_sockets: UnixLi
         script = tmp_path / "connect.py"
         script.write_text(CONNECT)
         command = f"{sys.executable} -c '{CONNECT}' {' '.join(map(str, targets))}"
-        check = Verifier(command, 30, 3, Sandbox([project]))
+        check = Verifier(command, 30, 3, WorkspaceFiles([project]))
         assert check.check_sandbox.mode == "auto"
         assert await check.check_latest(proposed(project)) is None, check.verification.output
         output = check.verification.output
@@ -435,7 +437,9 @@ async def test_a_check_that_allocates_past_the_memory_limit_fails(
 ):
     monkeypatch.setattr(check_sandbox, "DATA_LIMIT", 256 << 20)
     allocate = f"{sys.executable} -c 'bytearray(512 << 20); print(\"allocated\")'"
-    check = Verifier(f"cat /proc/self/limits; {allocate}", 30, 3, Sandbox([project]), CheckSandbox(mode))
+    check = Verifier(
+        f"cat /proc/self/limits; {allocate}", 30, 3, WorkspaceFiles([project]), CheckSandbox(mode)
+    )
     problem = await check.check_latest(proposed(project))
     output = check.verification.output
     assert problem is not None and "MemoryError" in output and "allocated" not in output, output
@@ -452,7 +456,7 @@ async def test_a_check_that_writes_past_the_write_limit_is_stopped(
     folder = "." if where == "copy" else "$TMPDIR"
     write = f"head -c 1048576 /dev/zero > {folder}/f$i || exit 3"
     command = f"for i in $(seq 1 40); do {write}; sleep 0.05; done; echo done"
-    check = Verifier(command, 30, 3, Sandbox([project]), CheckSandbox(mode))
+    check = Verifier(command, 30, 3, WorkspaceFiles([project]), CheckSandbox(mode))
     started = time.monotonic()
     problem = await check.check_latest(proposed(project))
     output = check.verification.output

@@ -18,8 +18,8 @@ from pygls.exceptions import JsonRpcException
 
 from lsp_server.assistant import codebase
 from lsp_server.assistant.codebase import CodebaseIndex, words
-from lsp_server.assistant.sandbox import Sandbox
-from lsp_server.assistant.tools import ToolRunner
+from lsp_server.assistant.tools.runner import ToolRunner
+from lsp_server.assistant.tools.workspace_files import WorkspaceFiles
 from lsp_server.lsp import protocol
 
 from .lsp_client import AssistantClient, open_document
@@ -226,7 +226,7 @@ def test_progress_is_reported_and_pause_runs_between_files(repo: Path):
 def test_the_search_tool_answers_a_sentence_with_the_indexs_code(repo: Path):
     index = CodebaseIndex([repo])
     index.build()
-    runner = ToolRunner(Sandbox([repo]), index=index)
+    runner = ToolRunner(WorkspaceFiles([repo]), index=index)
     outcome = runner.run("search", {"pattern": "the delay doubles after every failed attempt"})
     lines = outcome.text.splitlines()
     assert lines[0].startswith("No line matches") and "code that best matches its words" in lines[0]

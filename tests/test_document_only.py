@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from lsp_server.assistant import actions
-from lsp_server.assistant.sandbox import Sandbox
-from lsp_server.assistant.tools import ToolRunner
+from lsp_server.assistant.tools.runner import ToolRunner
+from lsp_server.assistant.tools.workspace_files import WorkspaceFiles
 
 MODULE = """import sys
 
@@ -61,7 +61,9 @@ def project(tmp_path: Path) -> Path:
 
 
 def document_runner(project: Path) -> ToolRunner:
-    return ToolRunner(Sandbox([project]), documentation_only=actions.BY_NAME["document"].documentation_only)
+    return ToolRunner(
+        WorkspaceFiles([project]), documentation_only=actions.BY_NAME["document"].documentation_only
+    )
 
 
 def propose_block(runner: ToolRunner, path: Path, block: str) -> str | None:
@@ -133,7 +135,7 @@ def test_other_languages_keep_their_code_and_gain_only_comment_lines(project: Pa
 
 
 def test_other_actions_record_what_the_model_wrote(project: Path):
-    runner = ToolRunner(Sandbox([project]))
+    runner = ToolRunner(WorkspaceFiles([project]))
     path = project / "getopt_lite.py"
     after = MODULE.replace("maxc-minc", "maxc - minc")
     assert runner.proposals.propose_text(path, after) is None

@@ -18,8 +18,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.workspace import TextDocument, Workspace
 
-from lsp_server.assistant.sandbox import Sandbox
-from lsp_server.assistant.tools import ToolRunner
+from lsp_server.assistant.tools.runner import ToolRunner
+from lsp_server.assistant.tools.workspace_files import WorkspaceFiles
 from lsp_server.lsp import documents, protocol
 from lsp_server.lsp.server import create_server
 from lsp_server.lsp.text_document import LspDocuments, LspTextDocument, split_lines
@@ -69,7 +69,7 @@ def change(workspace: Workspace, uri: str, start: tuple[int, int], end: tuple[in
 
 
 def tool_runner(workspace: Workspace, roots: list[Path]) -> ToolRunner:
-    return ToolRunner(Sandbox(roots, open_text=lambda path: documents.open_text(workspace, path)))
+    return ToolRunner(WorkspaceFiles(roots, open_text=lambda path: documents.open_text(workspace, path)))
 
 
 # ---- a reference editor: the specification read literally, on UTF-16 code units ---------------------
@@ -219,7 +219,7 @@ def test_without_a_folder_the_tools_work_in_the_folder_of_the_document(tmp_path:
     assert documents.workspace_roots(workspace) == []
     roots = documents.workspace_roots(workspace, path.as_uri())
     assert roots == [tmp_path]
-    sandbox = Sandbox(roots)
+    sandbox = WorkspaceFiles(roots)
     assert sandbox.display(path) == "alone.py" and sandbox.resolve("alone.py") == path
     runner = tool_runner(workspace, roots)
     assert runner.run("read_file", {"path": "alone.py"}).text.startswith("alone.py (lines 1-2 of 2)")
@@ -231,7 +231,7 @@ def test_without_a_folder_the_tools_work_in_the_folder_of_the_document(tmp_path:
 
 
 def test_with_no_folder_and_no_document_the_tools_say_no_folder_is_open():
-    runner = ToolRunner(Sandbox([]))
+    runner = ToolRunner(WorkspaceFiles([]))
     for tool, arguments in [
         ("read_file", {"path": "x.py"}),
         ("create_file", {"path": "x.py", "content": ""}),
@@ -249,7 +249,7 @@ def test_the_shown_path_of_a_file_resolves_back_to_it_in_every_folder(tmp_path: 
     for folder in (first, second):
         (folder / "pkg").mkdir(parents=True)
         (folder / "pkg" / "mod.py").write_text("x = 1\n")
-    sandbox = Sandbox([first, second])
+    sandbox = WorkspaceFiles([first, second])
     for path in (first / "pkg" / "mod.py", second / "pkg" / "mod.py"):
         assert sandbox.resolve(sandbox.display(path)) == path
     # With several folders, a path starts with its folder's name.
@@ -264,7 +264,7 @@ def test_two_folders_of_one_name_are_told_apart(tmp_path: Path):
     first, second = tmp_path / "a" / "app", tmp_path / "b" / "app"
     for folder in (first, second):
         folder.mkdir(parents=True)
-    sandbox = Sandbox([first, second])
+    sandbox = WorkspaceFiles([first, second])
     assert sandbox.display(second / "x.py") == "app-2/x.py"
     assert sandbox.resolve("app-2/x.py") == second / "x.py" and sandbox.resolve("app/x.py") == first / "x.py"
 
@@ -273,7 +273,7 @@ def test_a_document_outside_every_folder_is_shown_absolute_and_editable_in_place
     folder, outside = tmp_path / "project", tmp_path / "notes.py"
     folder.mkdir()
     outside.write_text("a = 1\n")
-    sandbox = Sandbox([folder], documents=[outside])
+    sandbox = WorkspaceFiles([folder], documents=[outside])
     assert sandbox.display(outside) == outside.as_posix() and sandbox.resolve(outside.as_posix()) == outside
     runner = ToolRunner(sandbox)
     edited = runner.run("edit", {"path": outside.as_posix(), "old_text": "a = 1", "new_text": "a = 2"})

@@ -10,7 +10,7 @@ import pytest
 
 from lsp_server.assistant import prompts
 from lsp_server.assistant.rewrite import code_block
-from lsp_server.assistant.tool_schemas import TOOL_SCHEMAS
+from lsp_server.assistant.tools.schemas import TOOL_SCHEMAS
 from lsp_server.engine import native
 
 from .conftest import open_engine

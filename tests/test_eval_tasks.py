@@ -13,8 +13,8 @@ from types import ModuleType
 import pytest
 
 from harness.eval_tasks import TASKS, Task
+from lsp_server.assistant.checks.discovery import find_tests
 from lsp_server.assistant.rewrite import python_code_changed
-from lsp_server.assistant.test_discovery import find_tests
 
 
 def _load_runner() -> ModuleType:

@@ -3,7 +3,7 @@ the real server: in a folder that is not trusted no test runs; trusted, `:write`
 code actions there offer Fix, and a fix clears them; untrusted again, the failures go.
 
 The steps live in editors/nvim/tests/test_diagnostics_test.lua; the project is the one
-tests/test_test_diagnostics.py checks the server with.
+tests/test_failure_diagnostics.py checks the server with.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 
 from .conftest import ROOT, TEST_MODEL
+from .test_failure_diagnostics import PYTEST_TESTS, SHOP
 from .test_nvim import BIN, neovim_dirs, run_script
-from .test_test_diagnostics import PYTEST_TESTS, SHOP
 
 SCRIPT = ROOT / "editors" / "nvim" / "tests" / "test_diagnostics_test.lua"
 STEPS = [

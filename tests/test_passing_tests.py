@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lsp_server.assistant.passing_tests import (
+from lsp_server.assistant.checks.passing_tests import (
     complete_tests,
     count_tests,
     failed_tests,
@@ -18,9 +18,9 @@ from lsp_server.assistant.passing_tests import (
     without_redefined_tests,
     without_tests,
 )
-from lsp_server.assistant.sandbox import Sandbox
-from lsp_server.assistant.tools import ToolRunner
-from lsp_server.assistant.verify import Verifier
+from lsp_server.assistant.checks.verifier import Verifier
+from lsp_server.assistant.tools.runner import ToolRunner
+from lsp_server.assistant.tools.workspace_files import WorkspaceFiles
 
 CALC = "def add(a, b):\n    return a + b\n"
 WRITTEN = """import pytest
@@ -106,9 +106,9 @@ def test_the_failing_tests_are_removed_with_their_decorators_and_empty_classes()
 
 def new_test_file(project: Path, text: str) -> tuple[Verifier, ToolRunner]:
     """Write tests' check, and `text` proposed as the new test_calc.py of `project`."""
-    check = Verifier("auto", 30, 3, Sandbox([project]))
+    check = Verifier("auto", 30, 3, WorkspaceFiles([project]))
     check.keep_passing_tests()
-    runner = ToolRunner(Sandbox([project]))
+    runner = ToolRunner(WorkspaceFiles([project]))
     assert runner.propose_file("test_calc.py", text) is None
     return check, runner
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lsp_server.assistant.prompts import system_message
-from lsp_server.assistant.tool_schemas import TOOL_NAMES, schemas_for
+from lsp_server.assistant.tools.schemas import TOOL_NAMES, schemas_for
 
 from .conftest import open_engine
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lsp_server.assistant import related
-from lsp_server.assistant.sandbox import Sandbox
+from lsp_server.assistant.tools.workspace_files import WorkspaceFiles
 
 MODULE = "def drop_lowest(scores):\n    return sorted(scores)[1:]\n"
 TESTS = """import pytest
@@ -38,7 +38,7 @@ def project(tmp_path: Path) -> Path:
 def test_a_failing_test_named_in_the_report_is_found_with_its_decorator(tmp_path: Path):
     root = project(tmp_path)
     report = "FAILED test_grades.py::test_drop_lowest_keeps_order - assert [2, 3] == [3, 2]"
-    [definition] = related.named_definitions([report], Sandbox([root]), root / "grades.py")
+    [definition] = related.named_definitions([report], WorkspaceFiles([root]), root / "grades.py")
     assert definition.shown_path == "test_grades.py"
     assert definition.line == 6
     assert definition.code.startswith("@pytest.mark.slow\ndef test_drop_lowest_keeps_order():")
@@ -49,7 +49,7 @@ def test_a_failing_test_named_in_the_report_is_found_with_its_decorator(tmp_path
 def test_names_come_in_the_report_s_order_and_the_document_itself_is_left_out(tmp_path: Path):
     root = project(tmp_path)
     reports = ["test_empty failed: drop_lowest([]) raised IndexError", "test_drop_lowest_keeps_order too"]
-    found = related.named_definitions(reports, Sandbox([root]), root / "grades.py")
+    found = related.named_definitions(reports, WorkspaceFiles([root]), root / "grades.py")
     # drop_lowest is defined in the document, which the model reads whole already.
     assert [(d.shown_path, d.line) for d in found] == [("test_grades.py", 11), ("test_grades.py", 6)]
 
@@ -57,7 +57,7 @@ def test_names_come_in_the_report_s_order_and_the_document_itself_is_left_out(tm
 def test_a_long_definition_is_cut_and_says_so(tmp_path: Path):
     root = project(tmp_path)
     report = "TestMore.test_long failed"
-    [definition] = related.named_definitions([report], Sandbox([root]), root / "grades.py")
+    [definition] = related.named_definitions([report], WorkspaceFiles([root]), root / "grades.py")
     assert len(definition.code.splitlines()) == related.MAX_LINES + 1
     assert definition.code.endswith(f"# ... ({61 - related.MAX_LINES} more lines)")
 
@@ -66,7 +66,7 @@ def test_nothing_named_nothing_found_and_bad_files_are_skipped(tmp_path: Path):
     root = project(tmp_path)
     (root / "broken.py").write_text("def test_empty(:\n")  # does not parse
     (root / "latin1.py").write_bytes(b"def test_empty():\n    '\xe9'\n")  # not UTF-8
-    sandbox = Sandbox([root])
+    sandbox = WorkspaceFiles([root])
     assert related.named_definitions(["an error with no names"], sandbox, root / "grades.py") == []
     assert related.named_definitions([""], sandbox, root / "grades.py") == []
     [found] = related.named_definitions(["test_empty failed"], sandbox, root / "grades.py")
@@ -77,5 +77,5 @@ def test_at_most_three_definitions(tmp_path: Path):
     root = project(tmp_path)
     (root / "helpers.py").write_text("".join(f"def helper_{n}():\n    pass\n\n\n" for n in range(5)))
     report = " ".join(f"helper_{n}" for n in range(5))
-    found = related.named_definitions([report], Sandbox([root]), root / "grades.py")
+    found = related.named_definitions([report], WorkspaceFiles([root]), root / "grades.py")
     assert [d.code.split("(")[0] for d in found] == ["def helper_0", "def helper_1", "def helper_2"]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.assistant.proposals import ProposedEdit
-from lsp_server.assistant.sandbox import Sandbox, ToolError
-from lsp_server.assistant.tool_schemas import TOOL_NAMES, TOOL_SCHEMAS, schemas_for
-from lsp_server.assistant.tools import SEARCH_TIME_BUDGET_S, ToolRunner
+from lsp_server.assistant.tools.proposals import ProposedEdit
+from lsp_server.assistant.tools.runner import SEARCH_TIME_BUDGET_S, ToolRunner
+from lsp_server.assistant.tools.schemas import TOOL_NAMES, TOOL_SCHEMAS, schemas_for
+from lsp_server.assistant.tools.workspace_files import ToolError, WorkspaceFiles
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def root(tmp_path: Path) -> Path:
 
 
 def runner_for(*roots: Path, **callbacks: object) -> ToolRunner:
-    return ToolRunner(Sandbox(list(roots), **callbacks))  # type: ignore[arg-type]
+    return ToolRunner(WorkspaceFiles(list(roots), **callbacks))  # type: ignore[arg-type]
 
 
 def snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
@@ -106,7 +106,7 @@ def test_open_document_text_wins_over_the_disk(root: Path):
     assert runner.run("search", {"pattern": "print"}).text == "No matches for 'print'."
 
 
-# Sandbox
+# WorkspaceFiles
 
 
 def test_a_dotdot_escape_is_refused(root: Path):
@@ -210,7 +210,7 @@ def test_a_read_given_an_unresolved_path_follows_links_only_inside_the_workspace
     (root / "src" / "again.py").symlink_to(root / "src" / "util.py")  # absolute
     (root / "up").symlink_to("src/..")
     (root / "away").symlink_to(outside)
-    sandbox = Sandbox([root])
+    sandbox = WorkspaceFiles([root])
     util = (root / "src" / "util.py").read_text()
     assert sandbox.read_text(root / "lib" / "util.py") == util
     assert sandbox.read_text(root / "lib" / "again.py") == util
@@ -250,7 +250,7 @@ def test_huge_files_are_refused(root: Path):
 
 
 def test_sandbox_resolve_raises_tool_error_for_escapes(root: Path):
-    sandbox = Sandbox([root])
+    sandbox = WorkspaceFiles([root])
     assert sandbox.resolve("src/app.py") == root / "src" / "app.py"
     with pytest.raises(ToolError):
         sandbox.resolve("../x")
@@ -531,7 +531,7 @@ def test_schemas_declare_the_four_tools_in_a_fixed_order():
 
 def test_a_python_edit_that_breaks_the_syntax_is_refused(root: Path):
     (root / "ok.py").write_text("def f():\n    return 1\n")
-    runner = ToolRunner(Sandbox([root]))
+    runner = ToolRunner(WorkspaceFiles([root]))
     result = runner.run(
         "edit", {"path": "ok.py", "old_text": "    return 1", "new_text": "      return 1\n  x"}
     ).text

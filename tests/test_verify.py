@@ -1,5 +1,5 @@
-"""Checking edits (lsp_server.assistant.verify) without a model: where the command runs, what it sees,
-its limits."""
+"""Checking edits (lsp_server.assistant.checks.verifier) without a model: where the command runs, what
+it sees, its limits."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.assistant.check_sandbox import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS
-from lsp_server.assistant.sandbox import Sandbox
-from lsp_server.assistant.tools import ToolRunner
-from lsp_server.assistant.verify import Verification, Verifier, without_durations
+from lsp_server.assistant.checks.sandbox import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS
+from lsp_server.assistant.checks.verifier import Verification, Verifier, without_durations
+from lsp_server.assistant.tools.runner import ToolRunner
+from lsp_server.assistant.tools.workspace_files import WorkspaceFiles
 from lsp_server.lsp import settings
 
 MODULE = "def add(a, b):\n    return a - b\n"
@@ -34,13 +34,13 @@ def project(tmp_path: Path) -> Path:
 
 
 def proposed(project: Path, text: str) -> ToolRunner:
-    runner = ToolRunner(Sandbox([project]))
+    runner = ToolRunner(WorkspaceFiles([project]))
     assert runner.proposals.propose_text(project / "calc.py", text) is None
     return runner
 
 
 def verifier(project: Path, command: str, timeout_s: float = 30, attempts: int = 3) -> Verifier:
-    return Verifier(command, timeout_s, attempts, Sandbox([project]))
+    return Verifier(command, timeout_s, attempts, WorkspaceFiles([project]))
 
 
 async def test_a_passing_check_keeps_the_edit_and_says_verified(project: Path):
@@ -83,7 +83,7 @@ async def test_the_model_reads_a_failed_test_run_without_how_long_it_took(projec
 
 async def test_when_no_candidate_passes_the_first_comes_back_marked_failed(project: Path):
     check = verifier(project, "exit 3", attempts=2)
-    runner = ToolRunner(Sandbox([project]))
+    runner = ToolRunner(WorkspaceFiles([project]))
     for body in ("a * b", "b - a"):
         assert runner.proposals.propose_text(project / "calc.py", MODULE.replace("a - b", body)) is None
         assert await check.check_latest(runner) is not None
@@ -164,7 +164,7 @@ async def test_a_file_outside_every_folder_is_checked_alone(project: Path, tmp_p
     outside = tmp_path / "notes.py"
     outside.write_text("x = 1\n")
     (tmp_path / "neighbour.txt").write_text("not copied")
-    sandbox = Sandbox([project], documents=[outside])
+    sandbox = WorkspaceFiles([project], documents=[outside])
     runner = ToolRunner(sandbox)
     assert runner.proposals.propose_text(outside, "x = 2\n") is None
     check = Verifier("ls; false", 30, 3, sandbox)

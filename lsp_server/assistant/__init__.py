@@ -1,2 +1,3 @@
-"""The assistant's core, without LSP types: conversations and the turn loop, prompts, the tools and
-their sandbox, edits, the block-rewrite format, and checking edits."""
+"""The assistant's core, without LSP types: conversations and the turn loop, prompts, the action kinds,
+the tools the model calls (tools/), edits and the block-rewrite format, checking edits (checks/), what
+differs per language (languages.py) and the workspace index (codebase.py)."""

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import languages, passing_tests, related, rewrite
+from . import languages, related, rewrite
+from .checks import passing_tests
 from .edits import split_lines
-from .sandbox import Sandbox
-from .tools import ToolRunner
+from .tools.runner import ToolRunner
+from .tools.workspace_files import WorkspaceFiles
 
 
 class Output(enum.Enum):
@@ -222,10 +223,10 @@ def code_message(
     return message
 
 
-def named_code(diagnostics: tuple[dict[str, Any], ...], sandbox: Sandbox, path: Path) -> str:
+def named_code(diagnostics: tuple[dict[str, Any], ...], workspace: WorkspaceFiles, path: Path) -> str:
     """The code the problems name in the workspace (the failing test, say): what it expects is what a fix
     must do. Empty when they name nothing. Walks the folder: call it off the event loop."""
-    named = related.named_definitions([d.get("message", "") for d in diagnostics], sandbox, path)
+    named = related.named_definitions([d.get("message", "") for d in diagnostics], workspace, path)
     if not named:
         return ""
     return "The code they name:\n" + "\n\n".join(d.as_markdown() for d in named)
@@ -256,7 +257,7 @@ def block_proposer(
     return propose
 
 
-def test_file_for(path: Path, sandbox: Sandbox) -> str:
+def test_file_for(path: Path, workspace: WorkspaceFiles) -> str:
     """Where new tests for a file go: the language's usual name beside it, never an existing file."""
     stem, suffix = path.stem, path.suffix
     names = (
@@ -270,5 +271,5 @@ def test_file_for(path: Path, sandbox: Sandbox) -> str:
         except OSError:  # e.g. a name too long for the file system: create_file will say so to the model
             taken = False
         if not taken:
-            return sandbox.display(path.parent / name)
-    return sandbox.display(path.parent / f"{stem}_generated_tests{suffix}")
+            return workspace.display(path.parent / name)
+    return workspace.display(path.parent / f"{stem}_generated_tests{suffix}")

@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import ChatEngine, ChatRequest, ChatResult
+from .checks.verifier import Verifier
 from .conversation import RETRY_TEMPERATURE, Conversation, ToolCallRecord, TurnResult, count_answer
 from .rewrite import code_block
-from .tool_schemas import TOOL_NAMES, schemas_for
-from .tools import ToolRunner
-from .verify import Verifier
+from .tools.runner import ToolRunner
+from .tools.schemas import TOOL_NAMES, schemas_for
 
 log = logging.getLogger("llama_lsp.block_turn")
 

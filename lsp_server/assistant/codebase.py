@@ -9,7 +9,7 @@ package). A test file's chunks count TEST_WEIGHT as much, and documentation's PR
 changelog that merely names a function should not outrank the code that implements it.
 
 The files are git's (`git ls-files`: tracked and untracked, not ignored) where the folder is a
-repository, else every file the tools see (lsp_server.assistant.sandbox); binary, generated-looking
+repository, else every file the tools see (tools/workspace_files.py); binary, generated-looking
 (minified) and huge files are skipped and counted. An index is saved as JSON and loaded back, each
 file re-read only when its size or modification time changed. A build may run in a thread while
 searches and updates come from another. Plain Python; no LSP types, no model.
@@ -34,7 +34,7 @@ from typing import Any
 import bm25s
 import numpy as np
 
-from .sandbox import MAX_FILE_BYTES, SKIPPED_DIRS, Sandbox, ToolError
+from .tools.workspace_files import MAX_FILE_BYTES, SKIPPED_DIRS, ToolError, WorkspaceFiles
 
 log = logging.getLogger("llama_lsp.codebase")
 
@@ -208,7 +208,7 @@ class CodebaseIndex:
     """The index of the files under `roots` (the workspace folders)."""
 
     def __init__(self, roots: Iterable[Path]) -> None:
-        self.sandbox = Sandbox(list(roots))
+        self.workspace = WorkspaceFiles(list(roots))
         self._files: dict[str, _File] = {}  # by shown path
         # A build runs in a thread while searches and updates come from the server's: the files and the
         # ranker change under this lock (a file is read and cut into chunks outside it).
@@ -232,16 +232,16 @@ class CodebaseIndex:
         respected), else every file the tools see."""
         found: dict[str, Path] = {}
         walked: dict[Path, str] | None = None  # every folder's files, walked once where git lists none
-        for root in self.sandbox.roots:
+        for root in self.workspace.roots:
             tracked = _git_files(root)
             if tracked is None and walked is None:
-                walked = self.sandbox.files()
+                walked = self.workspace.files()
             paths = tracked if tracked is not None else [p for p in walked or {} if p.is_relative_to(root)]
             for path in paths:
                 if len(found) >= MAX_FILES:
                     self.skipped.add(f"past {MAX_FILES} files")
                     continue
-                found.setdefault(self.sandbox.display(path), path)
+                found.setdefault(self.workspace.display(path), path)
         return found
 
     def build(
@@ -274,9 +274,9 @@ class CodebaseIndex:
             path = path.resolve()
         except (OSError, RuntimeError):
             return
-        if not self.sandbox.contains(path) or not _listable(self.sandbox.display(path)):
+        if not self.workspace.contains(path) or not _listable(self.workspace.display(path)):
             return
-        shown = self.sandbox.display(path)
+        shown = self.workspace.display(path)
         if text is None and not path.is_file():
             self._forget(shown)
             return
@@ -374,7 +374,7 @@ class CodebaseIndex:
 
     def _snippet(self, shown: str, chunk: Chunk) -> str:
         try:
-            path = self.sandbox.resolve(shown)
+            path = self.workspace.resolve(shown)
             lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         except (OSError, ToolError):  # gone since, or refused by the path rule
             return ""
@@ -398,7 +398,7 @@ class CodebaseIndex:
         }
         payload = {
             "version": FORMAT_VERSION,
-            "roots": [str(root) for root in self.sandbox.roots],
+            "roots": [str(root) for root in self.workspace.roots],
             "files": files,
         }
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -415,7 +415,7 @@ class CodebaseIndex:
                 payload = json.load(saved)
             if payload.get("version") != FORMAT_VERSION:
                 return False
-            if payload.get("roots") != [str(root) for root in self.sandbox.roots]:
+            if payload.get("roots") != [str(root) for root in self.workspace.roots]:
                 return False
             files = {shown: _loaded_file(entry) for shown, entry in payload["files"].items()}
         except (OSError, ValueError, TypeError, KeyError, AttributeError, EOFError) as exc:

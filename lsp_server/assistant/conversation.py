@@ -28,10 +28,10 @@ from typing import Any
 from ..engine import ChatEngine, ChatRequest, ChatResult, Stats
 from ..engine.tool_calls import extract_json_call, tool_call_start
 from . import markup, prompts
+from .checks.verifier import Verifier
 from .edits import unified_diff
-from .tool_schemas import TOOL_NAMES, schemas_for
-from .tools import ToolOutcome, ToolRunner
-from .verify import Verifier
+from .tools.runner import ToolOutcome, ToolRunner
+from .tools.schemas import TOOL_NAMES, schemas_for
 
 RETRY_TEMPERATURE = 0.7
 REPEATS_BEFORE_TOOLS_OFF = 2  # calls not run again (they repeat an unproductive one) before tools go off

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .edits import split_lines
 from .rewrite import DEFINITIONS, definition_lines
-from .sandbox import Sandbox, ToolError
+from .tools.workspace_files import ToolError, WorkspaceFiles
 
 MAX_DEFINITIONS = 3
 MAX_LINES = 40  # of one definition; a longer one is cut, and says so
@@ -44,7 +44,7 @@ class Definition:
         return f"`{self.shown_path}`, line {self.line}:\n```python\n{self.code}\n```"
 
 
-def named_definitions(problems: Sequence[str], sandbox: Sandbox, document: Path) -> list[Definition]:
+def named_definitions(problems: Sequence[str], workspace: WorkspaceFiles, document: Path) -> list[Definition]:
     """The functions and classes that `problems` name, defined in Python files of the workspace other
     than `document` (which the model reads whole already): first-named first, files beside the
     document before the others, at most MAX_DEFINITIONS."""
@@ -52,15 +52,15 @@ def named_definitions(problems: Sequence[str], sandbox: Sandbox, document: Path)
     if not names:
         return []
     found: dict[str, Definition] = {}
-    for path in _python_files(sandbox, document)[:MAX_FILES_READ]:
+    for path in _python_files(workspace, document)[:MAX_FILES_READ]:
         try:
-            text = sandbox.read_text(path)
+            text = workspace.read_text(path)
         except ToolError:
             continue
         mentioned = {name for name in names if name not in found and _may_define(text, name)}
         if not mentioned:
             continue
-        for name, definition in _definitions(text, mentioned, sandbox.display(path)).items():
+        for name, definition in _definitions(text, mentioned, workspace.display(path)).items():
             found.setdefault(name, definition)
         if all(name in found for name in names[:MAX_DEFINITIONS]):
             break
@@ -74,8 +74,8 @@ def _may_define(text: str, name: str) -> bool:
     return f"def {name}" in text or f"class {name}" in text
 
 
-def _python_files(sandbox: Sandbox, document: Path) -> list[Path]:
-    files = [path for path in sandbox.files() if path.suffix == ".py" and path != document]
+def _python_files(workspace: WorkspaceFiles, document: Path) -> list[Path]:
+    files = [path for path in workspace.files() if path.suffix == ".py" and path != document]
     return sorted(files, key=lambda path: (path.parent != document.parent, len(path.parts), str(path)))
 
 

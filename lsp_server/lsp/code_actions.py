@@ -152,7 +152,9 @@ async def _run(turns: TurnService, request: protocol.CodeActionRequest, action: 
         second_look = ""
         if turn.verifier is not None and action.reads_named_code and path.suffix == ".py":
             # Off the event loop: it walks the folder.
-            second_look = await asyncio.to_thread(actions.named_code, request.diagnostics, turn.sandbox, path)
+            second_look = await asyncio.to_thread(
+                actions.named_code, request.diagnostics, turn.workspace, path
+            )
         if turn.verifier is not None and action.looks_before:
             # The model never reads this check's output: in a Fix's prompt it made the 1.5B model's
             # fixes worse on the eval's tasks.
@@ -191,7 +193,7 @@ async def _write_edit(
     a turn if that fails."""
     assert turn.path is not None
     path, source, runner = turn.path, turn.text, turn.runner
-    test_file = actions.test_file_for(path, turn.sandbox)
+    test_file = actions.test_file_for(path, turn.workspace)
     template, name = actions.block_instruction(action, source, first, last, python=path.suffix == ".py")
     write = template.format(
         first=first, last=last, path=turn.shown_path, language=language, test_file=test_file, name=name

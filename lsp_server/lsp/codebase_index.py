@@ -26,7 +26,7 @@ from lsprotocol import types
 from pygls.workspace import Workspace
 
 from ..assistant.codebase import CodebaseIndex, Hit
-from ..assistant.sandbox import ToolError
+from ..assistant.tools.workspace_files import ToolError
 from . import documents
 from .settings import Settings
 
@@ -177,7 +177,7 @@ class _Stopped(Exception):
 
 def _result(index: CodebaseIndex, hit: Hit) -> dict[str, Any] | None:
     with contextlib.suppress(ToolError):
-        uri = index.sandbox.resolve(hit.path).as_uri()
+        uri = index.workspace.resolve(hit.path).as_uri()
         result: dict[str, Any] = {
             "uri": uri,
             "range": {

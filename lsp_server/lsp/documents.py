@@ -4,7 +4,7 @@ Every lookup of an open document goes through get_document (by URI) or open_docu
 find it however the client percent-encoded its URI; an edit to an open document names it by the URI the
 client opened it with. Lines and positions are counted as LSP counts them (lsp_server.lsp.text_document).
 
-This is where plain edits (lsp_server.assistant.proposals.ProposedEdit) become LSP types. Each file's
+This is where plain edits (lsp_server.assistant.tools.proposals.ProposedEdit) become LSP types. Each file's
 edits are turned into one TextEdit covering the changed region between the editor's current text and
 the text after every proposed edit, tagged with the version of the document they were computed against.
 """
@@ -18,7 +18,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 from pygls.workspace import TextDocument, Workspace
 
-from ..assistant.proposals import Proposals, ProposedEdit
+from ..assistant.tools.proposals import Proposals, ProposedEdit
 from . import protocol
 from .text_document import LspDocuments, LspTextDocument, uri_to_path
 

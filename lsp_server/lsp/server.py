@@ -26,9 +26,9 @@ from ..engine import ChatEngine, EngineError, native
 from . import chat, code_actions, documents, protocol, settings
 from .codebase_index import WorkspaceIndex
 from .completion import InlineCompletion
+from .failure_diagnostics import FailureDiagnostics
 from .model_host import ModelHost, ModelUnavailable
 from .rpc_protocol import HardenedProtocol, replace_workspace, shutdown_received
-from .test_diagnostics import TestDiagnostics
 from .text_document import LspDocuments
 from .turns import TurnService
 from .warming import Warmer
@@ -77,7 +77,7 @@ class AssistantServer(LanguageServer):
         self.warmer = Warmer(self, self.turns, self.refresh_status, self.completion.warm_request)
         self.turns.on_answered = self.warmer.answered
         self.model_host = ModelHost(self, lambda: self.settings)
-        self.test_diagnostics = TestDiagnostics(self, self.warn)
+        self.test_diagnostics = FailureDiagnostics(self, self.warn)
         self.codebase = WorkspaceIndex(self)
         self.configured = False  # the client's configuration has been read (or it has none)
         self.state = protocol.LOADING

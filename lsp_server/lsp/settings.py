@@ -21,7 +21,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..assistant.actions import REWRITE_MAX_FACTOR
-from ..assistant.check_sandbox import SandboxMode
+from ..assistant.checks.sandbox import SandboxMode
 from ..engine import RemoteConfig, models
 from ..engine.api import SECONDS_PER_TOKEN
 
@@ -143,8 +143,8 @@ class Settings:
         doc="Sampling temperature; 0 is greedy, so the same question gets the same answer.",
         bounds=(0.0, 2.0),
     )
-    # Checking edits (lsp_server.assistant.verify, test_discovery): the project's own tests by default, in
-    # the check's sandbox, and never from an untrusted workspace.
+    # Checking edits (lsp_server.assistant.checks): the project's own tests by default, in the check's
+    # sandbox, and never from an untrusted workspace.
     verify_command: str | None = setting(
         "auto",
         doc='Shell command that checks each edit the model proposes; `"auto"` finds the project\'s tests. '

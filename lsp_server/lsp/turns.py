@@ -3,7 +3,7 @@
 It owns the conversations, the actions that are running (a newer one for the same document and kind
 supersedes the older), the accounting of every turn's figures (one TurnStats record for the result,
 `lastStats` and the totals), the check that a request is not about a stale document, and the tools'
-view of the workspace (a Sandbox, which holds the path rule). A feature opens a DocumentTurn and works
+view of the workspace (a WorkspaceFiles, which holds the path rule). A feature opens a DocumentTurn and works
 through it; it never reaches into the server.
 """
 
@@ -24,7 +24,8 @@ from pygls.exceptions import JsonRpcRequestCancelled
 from pygls.workspace import TextDocument, Workspace
 
 from ..assistant.block_turn import BlockRequest, BlockTurn
-from ..assistant.check_sandbox import CheckSandbox
+from ..assistant.checks.sandbox import CheckSandbox
+from ..assistant.checks.verifier import Verification, Verifier
 from ..assistant.codebase import CodebaseIndex
 from ..assistant.conversation import (
     Conversation,
@@ -34,10 +35,9 @@ from ..assistant.conversation import (
     TurnStats,
     run_turn,
 )
-from ..assistant.sandbox import Sandbox
-from ..assistant.tool_schemas import TOOL_NAMES, schemas_for
-from ..assistant.tools import ToolRunner
-from ..assistant.verify import Verification, Verifier
+from ..assistant.tools.runner import ToolRunner
+from ..assistant.tools.schemas import TOOL_NAMES, schemas_for
+from ..assistant.tools.workspace_files import WorkspaceFiles
 from ..engine import ChatEngine, ChatRequest
 from . import documents, lsp_json, protocol
 from .settings import Settings
@@ -107,14 +107,14 @@ class DocumentTurn:
     result: TurnResult | None = None
 
     @property
-    def sandbox(self) -> Sandbox:
-        return self.runner.sandbox
+    def workspace(self) -> WorkspaceFiles:
+        return self.runner.workspace
 
     @property
     def shown_path(self) -> str:
         """The document's path as the model sees it (and names it back in tool calls)."""
         assert self.path is not None
-        return self.sandbox.display(self.path)
+        return self.workspace.display(self.path)
 
     def quote(self, selection: protocol.Range) -> str:
         """The selected text, as the editor counts positions."""
@@ -236,25 +236,25 @@ class TurnService:
                 raise documents.StaleDocument(f"{uri} changed since the action was offered; request it again")
         engine = await self._server.ready_engine()
         settings = self._server.settings
-        sandbox = self._sandbox(uri)
+        workspace = self._workspace(uri)
         verifier = None
         if checked and settings.verify_command is not None:
             verifier = Verifier(
                 settings.verify_command,
                 settings.verify_timeout,
                 settings.max_verify_attempts,
-                sandbox,
+                workspace,
                 CheckSandbox(settings.verify_sandbox),
             )
         conversation = self.conversations.get_or_create(conversation_id)
         text = document.source if document is not None else ""
         if path is not None:
-            conversation.show_document(sandbox.display(path), text)
+            conversation.show_document(workspace.display(path), text)
         turn = DocumentTurn(
             engine,
             settings,
             conversation,
-            ToolRunner(sandbox, documentation_only, self._server.codebase_index),
+            ToolRunner(workspace, documentation_only, self._server.codebase_index),
             verifier,
             self._server.workspace,
             uri,
@@ -283,7 +283,7 @@ class TurnService:
         path = documents.uri_to_path(uri)
         if document is None or path is None:
             return []
-        shown = self._sandbox(uri).display(path)
+        shown = self._workspace(uri).display(path)
         requests = []
         latest = self._latest_conversation.get(uri)
         if latest is not None and latest in self.conversations:
@@ -328,7 +328,7 @@ class TurnService:
             if self._running.get(key) is task:
                 del self._running[key]
 
-    def _sandbox(self, uri: str | None) -> Sandbox:
+    def _workspace(self, uri: str | None) -> WorkspaceFiles:
         """The tools' view of the workspace for a request about the document `uri`, if any."""
         lsp_documents = self._server.workspace
         roots = documents.workspace_roots(lsp_documents, uri)
@@ -338,7 +338,7 @@ class TurnService:
             # so the prompt keeps its cached prefix, and answer the model that no folder is open. Lending
             # them the folders of open documents instead would open directories the user never chose.
             log.info("no workspace folder and no document: the tools have no files to work with")
-        return Sandbox(
+        return WorkspaceFiles(
             roots,
             open_text=lambda p: documents.open_text(lsp_documents, p),
             # The document asked about is editable in place even when it lies outside every folder.

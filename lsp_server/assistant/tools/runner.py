@@ -1,8 +1,8 @@
 """The tools the model may call, and the runner that carries out one request's calls.
 
 The runner dispatches a call to its tool after checking the arguments against the tool's schema
-(lsp_server.assistant.tool_schemas); the tools read through the sandbox (lsp_server.assistant.sandbox)
-and propose edits into the request's ledger (lsp_server.assistant.proposals). Tools never write to disk:
+(schemas.py); the tools read the workspace's files through workspace_files.py and propose edits into
+the request's ledger (proposals.py). Tools never write to disk:
 `edit` and `create_file` only record a ProposedEdit for the user to review. Every mistake, the model's
 or ours, comes back as text for the model to read. Plain Python only; the feature layer converts to and
 from LSP types.
@@ -20,8 +20,8 @@ from typing import Any
 
 import regex
 
-from .codebase import CodebaseIndex, words
-from .edits import (
+from ..codebase import CodebaseIndex, words
+from ..edits import (
     EditError,
     absorb_restated_lines,
     apply_replacement,
@@ -31,8 +31,8 @@ from .edits import (
     split_lines,
 )
 from .proposals import Proposals, ProposedEdit, breaks_python, check_syntax
-from .sandbox import MAX_FILE_BYTES, Sandbox, ToolError
-from .tool_schemas import EDIT_TOOL_NAMES, READ_MAX_LINES, TOOL_NAMES, check_arguments, glob_regex
+from .schemas import EDIT_TOOL_NAMES, READ_MAX_LINES, TOOL_NAMES, check_arguments, glob_regex
+from .workspace_files import MAX_FILE_BYTES, ToolError, WorkspaceFiles
 
 READ_MAX_BYTES = 32 * 1024
 LIST_MAX_FILES = 200
@@ -72,14 +72,14 @@ def counted(n: int, noun: str) -> str:
 
 
 class ToolRunner:
-    """Runs one request's tool calls in its sandbox; the edits they propose go to its ledger."""
+    """Runs one request's tool calls, within its workspace files; the edits they propose go to its ledger."""
 
     def __init__(
-        self, sandbox: Sandbox, documentation_only: bool = False, index: CodebaseIndex | None = None
+        self, workspace: WorkspaceFiles, documentation_only: bool = False, index: CodebaseIndex | None = None
     ) -> None:
-        self.sandbox = sandbox
+        self.workspace = workspace
         self.index = index  # the workspace index, where the server keeps one
-        self.proposals = Proposals(sandbox, documentation_only)
+        self.proposals = Proposals(workspace, documentation_only)
         self._handlers: dict[str, Callable[[dict[str, Any]], str]] = {
             "read_file": self._read_file,
             "search": self._search,
@@ -111,9 +111,9 @@ class ToolRunner:
 
     def _files(self, glob: str | None) -> list[tuple[str, Path]]:
         """The workspace's files, plus those proposed in this request, as sorted (shown path, path)."""
-        files = self.sandbox.files()
+        files = self.workspace.files()
         for edit in self.proposals.edits:
-            files.setdefault(edit.path, self.sandbox.display(edit.path))
+            files.setdefault(edit.path, self.workspace.display(edit.path))
         matcher = glob_regex(glob) if glob else None
         found = [
             (shown, path) for path, shown in files.items() if matcher is None or matcher.fullmatch(shown)
@@ -122,8 +122,8 @@ class ToolRunner:
         return sorted(found, key=lambda item: (Path(item[0]).is_absolute(), item))
 
     def _read_file(self, args: dict[str, Any]) -> str:
-        path = self.sandbox.resolve(args["path"])
-        name = self.sandbox.display(path)
+        path = self.workspace.resolve(args["path"])
+        name = self.workspace.display(path)
         lines = split_lines(self.proposals.text_after_edits(path))
         total = len(lines)
         if total == 0:
@@ -269,8 +269,8 @@ class ToolRunner:
         )
 
     def _edit(self, args: dict[str, Any]) -> str:
-        path = self.sandbox.resolve(args["path"])
-        name = self.sandbox.display(path)
+        path = self.workspace.resolve(args["path"])
+        name = self.workspace.display(path)
         old_text: str = args["old_text"]
         new_text: str = args["new_text"]
         if old_text == new_text:
@@ -299,18 +299,20 @@ class ToolRunner:
         return f"Proposed an edit to {name} at line {line}. The user will review it before it is applied."
 
     def _create_file(self, args: dict[str, Any]) -> str:
-        path = self.sandbox.resolve(args["path"])
-        name = self.sandbox.display(path)
+        path = self.workspace.resolve(args["path"])
+        name = self.workspace.display(path)
         content: str = args["content"]
         if any(edit.path == path and edit.kind == "create" for edit in self.proposals.edits):
             raise ToolError(f"{name} is already proposed in this request; use edit to change it")
-        if path.exists() or self.sandbox.open_text(path) is not None:
+        if path.exists() or self.workspace.open_text(path) is not None:
             raise ToolError(f"{name} already exists; use edit to change it")
         ancestor = path.parent
         while not ancestor.exists():
             ancestor = ancestor.parent
         if not ancestor.is_dir():
-            raise ToolError(f"{self.sandbox.display(ancestor)} is a file, so {name} cannot be created in it")
+            raise ToolError(
+                f"{self.workspace.display(ancestor)} is a file, so {name} cannot be created in it"
+            )
         if len(content.encode()) > MAX_FILE_BYTES:
             raise ToolError(f"the content is too large (the limit is {MAX_FILE_BYTES // 1024} KB)")
         check_syntax(path, None, content, f"write the content again. {name} was not created")

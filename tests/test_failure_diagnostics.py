@@ -13,9 +13,9 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 
-from lsp_server.assistant.test_failures import failure_sites, parse_failures
+from lsp_server.assistant.checks.failures import failure_sites, parse_failures
 from lsp_server.lsp import protocol
-from lsp_server.lsp.test_diagnostics import SOURCE
+from lsp_server.lsp.failure_diagnostics import SOURCE
 
 from .lsp_client import SERVER_COMMAND, AssistantClient, initialize_params, make_client, open_document
 

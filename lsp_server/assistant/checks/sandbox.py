@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .sandbox import SKIPPED_DIRS
+from ..tools.workspace_files import SKIPPED_DIRS
 
 SandboxMode = Literal["auto", "none"]
 

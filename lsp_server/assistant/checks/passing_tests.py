@@ -17,7 +17,7 @@ import builtins
 import re
 from dataclasses import dataclass
 
-from .test_failures import parse_failures
+from .failures import parse_failures
 
 # `FAILED test_x.py::test_name - message`, `ERROR test_x.py::Class::test_name`, `... ::test_p[1-2]`
 _OUTCOME = re.compile(r"^(FAILED|ERROR) (?P<file>[^\s:]+)::(?P<test>\S+?)(?:\[\S*\])?(?: - .*)?$", re.M)

@@ -20,8 +20,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..tools.proposals import Checkpoint, ProposedEdit
+from ..tools.runner import ToolRunner, counted
+from ..tools.workspace_files import WorkspaceFiles
 from . import passing_tests
-from .check_sandbox import (
+from .discovery import TestPlan, find_tests
+from .sandbox import (
     OUTPUT_TAIL_CHARS,
     CheckSandbox,
     CopyRefused,
@@ -30,10 +34,6 @@ from .check_sandbox import (
     left_out_note,
     trimmed,
 )
-from .proposals import Checkpoint, ProposedEdit
-from .sandbox import Sandbox
-from .test_discovery import TestPlan, find_tests
-from .tools import ToolRunner, counted
 
 log = logging.getLogger("llama_lsp.verify")
 
@@ -157,13 +157,13 @@ class Verifier:
         command: str,
         timeout_s: float,
         max_attempts: int,
-        sandbox: Sandbox,
+        workspace: WorkspaceFiles,
         check_sandbox: CheckSandbox | None = None,
     ) -> None:
         self.command = command
         self.timeout_s = timeout_s
         self.max_attempts = max_attempts
-        self.sandbox = sandbox
+        self.workspace = workspace
         self.check_sandbox = check_sandbox or CheckSandbox()
         self.verification = Verification(None, auto=True) if command == AUTO else Verification(command)
         self._before: asyncio.Future[CheckResult | None] | None = None
@@ -363,7 +363,7 @@ class Verifier:
         if not await self._can_run():
             return None
         started = time.monotonic()
-        folder = next((r for r in self.sandbox.roots if edited.is_relative_to(r)), None)
+        folder = next((r for r in self.workspace.roots if edited.is_relative_to(r)), None)
         # A file outside every folder is checked alone: its directory may be anything (a home folder).
         root = folder or edited.parent
         if self.command == AUTO:

@@ -24,19 +24,19 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 from pygls.workspace import Workspace
 
-from ..assistant.check_sandbox import CheckSandbox, SandboxUnavailable
-from ..assistant.test_discovery import find_tests
-from ..assistant.test_failures import FailureSite, failure_sites, parse_failures
-from ..assistant.verify import run_on_copy
+from ..assistant.checks.discovery import find_tests
+from ..assistant.checks.failures import FailureSite, failure_sites, parse_failures
+from ..assistant.checks.sandbox import CheckSandbox, SandboxUnavailable
+from ..assistant.checks.verifier import run_on_copy
 from . import documents
 from .settings import Settings
 
-log = logging.getLogger("llama_lsp.test_diagnostics")
+log = logging.getLogger("llama_lsp.failure_diagnostics")
 
 SOURCE = "llama-lsp tests"
 
 
-class TestDiagnosticsContext(Protocol):
+class FailureDiagnosticsContext(Protocol):
     @property
     def settings(self) -> Settings: ...
 
@@ -46,10 +46,10 @@ class TestDiagnosticsContext(Protocol):
     def text_document_publish_diagnostics(self, params: types.PublishDiagnosticsParams) -> None: ...
 
 
-class TestDiagnostics:
+class FailureDiagnostics:
     """The test runs of each workspace folder, and the diagnostics their failures published."""
 
-    def __init__(self, server: TestDiagnosticsContext, warn: Callable[[str], None]) -> None:
+    def __init__(self, server: FailureDiagnosticsContext, warn: Callable[[str], None]) -> None:
         self._server = server
         self._warn = warn  # tells the user once why the tests cannot run
         self._warned: set[str] = set()

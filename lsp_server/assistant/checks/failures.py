@@ -4,7 +4,7 @@ Reads the report of a run of the command `verifyCommand: "auto"` finds (test_dis
 short tracebacks (`--tb=short`) or unittest's. A failure points at two places: the failing test's line,
 and the function under test, which is where the error was raised when that is in the project's own code,
 else the function the test's failing line calls (found with `ast` in the modules the test imports). Plain
-text and files in, plain data out: the LSP layer (lsp_server.lsp.test_diagnostics) publishes them.
+text and files in, plain data out: the LSP layer (lsp_server.lsp.failure_diagnostics) publishes them.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .rewrite import DEFINITIONS
-from .test_discovery import is_test_file
+from ..rewrite import DEFINITIONS
+from .discovery import is_test_file
 
 MAX_MESSAGE_LINES = 6
 MAX_MESSAGE_CHARS = 600

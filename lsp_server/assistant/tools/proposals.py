@@ -3,7 +3,7 @@
 Nothing here writes to disk: a ProposedEdit waits for the user to review it. The ledger keeps each
 changed file's text after the request's edits, each file's text before the first of them (what the
 editor's text must still be when the edit is applied), and enough to withdraw the latest edit or
-return to a saved point when a check fails (lsp_server.assistant.verify). A Python edit that breaks a
+return to a saved point when a check fails (lsp_server.assistant.checks.verifier). A Python edit that breaks a
 file which parsed before is refused, since small models often misindent.
 
 A ledger for an action that only documents (Document) records, whatever proposes the edit (a rewritten
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .rewrite import only_documentation
-from .sandbox import Sandbox, ToolError
+from ..rewrite import only_documentation
+from .workspace_files import ToolError, WorkspaceFiles
 
 # Models shown code that already has a docstring tend to write it back unchanged.
 NOTHING_DOCUMENTED = (
@@ -45,10 +45,10 @@ Checkpoint = tuple[list[ProposedEdit], dict[Path, str], list[tuple[Path, str | N
 
 
 class Proposals:
-    """The ledger of one request's proposed edits, over the files of its sandbox."""
+    """The ledger of one request's proposed edits, over the workspace files it may read."""
 
-    def __init__(self, sandbox: Sandbox, documentation_only: bool = False) -> None:
-        self.sandbox = sandbox
+    def __init__(self, workspace: WorkspaceFiles, documentation_only: bool = False) -> None:
+        self.workspace = workspace
         self.documentation_only = documentation_only  # record only the documentation edits add
         self.edits: list[ProposedEdit] = []
         # The text each edited or created file has after this request's edits. Kept rather than recomputed,
@@ -64,14 +64,14 @@ class Proposals:
         path = path.resolve()
         if path in self._texts:
             return self._texts[path]
-        return self.sandbox.read_text(path)
+        return self.workspace.read_text(path)
 
     def propose_text(self, path: Path, after: str) -> str | None:
         """Records a file's whole new text as an edit (the block-rewrite format of code actions).
 
         Returns None when recorded, else why not, for the model to read.
         """
-        name = self.sandbox.display(path)
+        name = self.workspace.display(path)
         before = self.text_after_edits(path)
         if after == before and not self.documentation_only:  # that one says what is missing instead
             return "That is the code exactly as it was: nothing would change. Write it with the change made."

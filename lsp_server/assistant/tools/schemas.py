@@ -1,8 +1,8 @@
 """The tools as the model sees them: one JSON schema per tool, and the checks of a call's arguments.
 
 The schemas are part of every prompt's stable prefix, so they are declared once, in a fixed order. A
-call's arguments are checked against its tool's schema before the tool runs (lsp_server.assistant.tools);
-a mismatch is a ToolError for the model to read and fix.
+call's arguments are checked against its tool's schema before the tool runs
+(runner.py); a mismatch is a ToolError for the model to read and fix.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .sandbox import ToolError
+from .workspace_files import ToolError
 
 READ_MAX_LINES = 400  # what one read_file call shows; its schema tells the model
 

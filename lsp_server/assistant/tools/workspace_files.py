@@ -1,4 +1,4 @@
-"""The sandbox the tools run in: the workspace folders, which paths may be named, how files are read.
+"""The files the tools may read: the workspace folders, which paths may be named, how files are read.
 
 This module owns the path rules (how a path is shown to the model and resolved back, and that it stays
 inside a folder or a document the request is about) and which files count as readable text. A file is
@@ -25,18 +25,18 @@ WALK_MAX_FILES = 20_000  # a folder opened by mistake (a home directory) must no
 SKIPPED_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__", "build", "dist"})
 
 
-log = logging.getLogger("llama_lsp.sandbox")
+log = logging.getLogger("llama_lsp.workspace_files")
 
 
 class ToolError(Exception):
-    """A tool call the sandbox refuses or cannot carry out; the message is meant for the model to read."""
+    """A tool call the path rules refuse or cannot carry out; the message is meant for the model to read."""
 
 
 def _no_open_text(path: Path) -> str | None:
     return None
 
 
-class Sandbox:
+class WorkspaceFiles:
     """The workspace folders and how to read them: open documents' unsaved text wins over the disk.
 
     The one path rule: a file is shown relative to its folder, prefixed with the folder's name when

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .check_sandbox import NOT_COPIED, VENV_NAMES
-from .sandbox import Sandbox
-from .tools import counted
+from ..tools.runner import counted
+from ..tools.workspace_files import WorkspaceFiles
+from .sandbox import NOT_COPIED, VENV_NAMES
 
 MAX_TEST_BYTES = 512 * 1024  # larger test files are run but not read for imports
 
@@ -57,7 +57,7 @@ def find_tests(folder: Path, edited: Path) -> TestPlan:
     """The plan for checking an edit of `edited` in `folder` (the folder the check copies)."""
     if edited.suffix != ".py":
         return TestPlan(None, f'"auto" finds Python tests only: set verifyCommand to check {edited.name}')
-    folder, edited = folder.resolve(), edited.resolve()  # as Sandbox.files() lists them
+    folder, edited = folder.resolve(), edited.resolve()  # as WorkspaceFiles.files() lists them
     tests = _test_files(folder)
     if is_test_file(edited) and edited not in tests:
         tests.append(edited)  # a new test file (Write tests): it exists in the check's copy only
@@ -107,7 +107,7 @@ def find_tests(folder: Path, edited: Path) -> TestPlan:
 
 def _test_files(folder: Path) -> list[Path]:
     """The folder's test files, outside what the check's copy leaves out (environments, caches)."""
-    return sorted(path for path in Sandbox([folder]).files(skipped=NOT_COPIED) if is_test_file(path))
+    return sorted(path for path in WorkspaceFiles([folder]).files(skipped=NOT_COPIED) if is_test_file(path))
 
 
 def _read(path: Path) -> str:
