@@ -1,4 +1,4 @@
-"""The code action kinds are declared once, in lsp_server/assistant/actions.py; everything else that lists
+"""The code action kinds are declared once, in lsp_server/assistant/actions/; everything else that lists
 them is held to that table here: the protocol, the CLI, the VS Code extension (its ActionKind type, its
 command table and package.json) and the docs that name each action.
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from lsp_server.assistant.actions import ACTIONS, BY_NAME, ActionSpec, Output
+from lsp_server.assistant.actions import ACTIONS, BY_NAME, Action, Output
 from lsp_server.clients.cli import build_parser
 from lsp_server.lsp import code_actions, protocol
 
@@ -47,7 +47,7 @@ def test_names_and_titles_are_unique() -> None:
 
 
 @pytest.mark.parametrize("action", ACTIONS, ids=NAMES)
-def test_each_lsp_kind_is_an_lsp_code_action_kind_or_under_one(action: ActionSpec) -> None:
+def test_each_lsp_kind_is_an_lsp_code_action_kind_or_under_one(action: Action) -> None:
     bases = {kind.value for kind in types.CodeActionKind if kind.value}
     assert any(action.lsp_kind == base or action.lsp_kind.startswith(base + ".") for base in bases), (
         f"{action.name}: {action.lsp_kind!r} is not under any of {sorted(bases)}"
@@ -55,7 +55,7 @@ def test_each_lsp_kind_is_an_lsp_code_action_kind_or_under_one(action: ActionSpe
 
 
 @pytest.mark.parametrize("action", ACTIONS, ids=NAMES)
-def test_each_action_has_the_prompts_its_output_needs(action: ActionSpec) -> None:
+def test_each_action_has_the_prompts_its_output_needs(action: Action) -> None:
     assert action.instruction.strip()
     fields = {name for _, name, _, _ in string.Formatter().parse(action.instruction) if name is not None}
     if action.output is Output.ANSWER:
@@ -65,9 +65,10 @@ def test_each_action_has_the_prompts_its_output_needs(action: ActionSpec) -> Non
         assert fields <= TEMPLATE_FIELDS, f"{action.name}: unknown fields {fields - TEMPLATE_FIELDS}"
         has_prompt = bool(action.tool_instruction.strip())
         assert has_prompt == bool(action.edit_tools), f"{action.name}: edit tools without a prompt, or back"
-    if action.docstring_instruction:
-        docstring_fields = {n for _, n, _, _ in string.Formatter().parse(action.docstring_instruction) if n}
-        assert action.output is Output.BLOCK and action.documentation_only, f"{action.name}: docstrings only"
+    docstring_instruction = getattr(action, "docstring_instruction", "")
+    if docstring_instruction:
+        docstring_fields = {n for _, n, _, _ in string.Formatter().parse(docstring_instruction) if n}
+        assert action.output is Output.BLOCK and action.admission(), f"{action.name}: docstrings only"
         assert "name" in docstring_fields and docstring_fields <= TEMPLATE_FIELDS | {"name"}, docstring_fields
     if action.output is Output.TEST_FILE:
         assert "test_file" in fields, f"{action.name} writes a test file without naming it"

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from lsp_server.assistant import actions
 from lsp_server.assistant.checks import sandbox as check_sandbox
 from lsp_server.assistant.checks.sandbox import CheckSandbox, SandboxMode
 from lsp_server.assistant.checks.verifier import Verifier
@@ -289,8 +290,11 @@ async def test_without_a_sandbox_the_check_is_refused_and_says_how_to_fix_it(
     project: Path, outside: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unavailable
 ):
     ran = outside / "ran"
-    check = Verifier(f"touch {ran}", 30, 3, WorkspaceFiles([project]), unavailable(tmp_path, monkeypatch))
-    check.look_before(project / "calc.py", fixing=True)
+    fix = actions.BY_NAME["fix"].check_policy()
+    check = Verifier(
+        f"touch {ran}", 30, 3, WorkspaceFiles([project]), unavailable(tmp_path, monkeypatch), fix
+    )
+    check.look_before(project / "calc.py")
     runner = proposed(project)
     assert await check.check_latest(runner) is None  # the edit stays, unchecked
     assert await check.result_before() is None

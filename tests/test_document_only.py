@@ -61,15 +61,12 @@ def project(tmp_path: Path) -> Path:
 
 
 def document_runner(project: Path) -> ToolRunner:
-    return ToolRunner(
-        WorkspaceFiles([project]), documentation_only=actions.BY_NAME["document"].documentation_only
-    )
+    return ToolRunner(WorkspaceFiles([project]), admission=actions.BY_NAME["document"].admission())
 
 
 def propose_block(runner: ToolRunner, path: Path, block: str) -> str | None:
     document = actions.BY_NAME["document"]
-    propose = actions.block_proposer(document, runner, path, path.read_text(), FIRST, LAST, "")
-    return propose(block)
+    return document.propose_block(runner, path, path.read_text(), FIRST, LAST, "", block)
 
 
 def recorded(runner: ToolRunner, path: Path) -> str:
@@ -155,9 +152,7 @@ def test_a_docstring_that_shares_lines_with_others_is_still_taken(project: Path)
         1,
     )
     source = path.read_text()
-    propose = actions.block_proposer(
-        actions.BY_NAME["document"], runner, path, source, FIRST + 8, LAST + 8, ""
-    )
-    assert propose(block) is None
+    document = actions.BY_NAME["document"]
+    assert document.propose_block(runner, path, source, FIRST + 8, LAST + 8, "", block) is None
     assert "Parse one long option." in recorded(runner, path)
     assert "def do_longs(opts, opt, longopts, args):" in recorded(runner, path)

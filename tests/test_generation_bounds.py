@@ -19,14 +19,14 @@ MAX_TOKENS = 16
 
 def test_a_block_may_be_written_again_whole_up_to_four_times_max_tokens():
     fix, tests = actions.BY_NAME["fix"], actions.BY_NAME["tests"]
-    assert actions.write_tokens(fix, "x = 1\n", 1024) == 1024  # at least maxTokens
-    assert actions.write_tokens(fix, "x" * 3000, 1024) == 1500  # room for the block again
-    assert actions.write_tokens(fix, "x" * 12_000, 1024) == 4 * 1024
+    assert fix.write_tokens("x = 1\n", 1024) == 1024  # at least maxTokens
+    assert fix.write_tokens("x" * 3000, 1024) == 1500  # room for the block again
+    assert fix.write_tokens("x" * 12_000, 1024) == 4 * 1024
     with pytest.raises(BlockTooLong, match="maxTokens"):
-        actions.write_tokens(fix, "x" * 30_000, 1024)  # cannot be written again within the bound
+        fix.write_tokens("x" * 30_000, 1024)  # cannot be written again within the bound
     # New tests need not repeat the code: a long block bounds them the same, and is no reason to refuse.
-    assert actions.write_tokens(tests, "x" * 30_000, 1024) == 4 * 1024
-    assert actions.write_tokens(tests, "x = 1\n", 1024) == 2 * 1024  # a test file outgrows its code
+    assert tests.write_tokens("x" * 30_000, 1024) == 4 * 1024
+    assert tests.write_tokens("x = 1\n", 1024) == 2 * 1024  # a test file outgrows its code
 
 
 def long_function(lines: int) -> str:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lsp_server.assistant import actions
 from lsp_server.assistant.checks.passing_tests import (
     complete_tests,
     count_tests,
@@ -106,8 +107,7 @@ def test_the_failing_tests_are_removed_with_their_decorators_and_empty_classes()
 
 def new_test_file(project: Path, text: str) -> tuple[Verifier, ToolRunner]:
     """Write tests' check, and `text` proposed as the new test_calc.py of `project`."""
-    check = Verifier("auto", 30, 3, WorkspaceFiles([project]))
-    check.keep_passing_tests()
+    check = Verifier("auto", 30, 3, WorkspaceFiles([project]), policy=actions.BY_NAME["tests"].check_policy())
     runner = ToolRunner(WorkspaceFiles([project]))
     assert runner.propose_file("test_calc.py", text) is None
     return check, runner

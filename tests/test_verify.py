@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from lsp_server.assistant import actions
 from lsp_server.assistant.checks.sandbox import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS
 from lsp_server.assistant.checks.verifier import Verification, Verifier, without_durations
 from lsp_server.assistant.tools.runner import ToolRunner
@@ -39,8 +40,12 @@ def proposed(project: Path, text: str) -> ToolRunner:
     return runner
 
 
-def verifier(project: Path, command: str, timeout_s: float = 30, attempts: int = 3) -> Verifier:
-    return Verifier(command, timeout_s, attempts, WorkspaceFiles([project]))
+def verifier(
+    project: Path, command: str, timeout_s: float = 30, attempts: int = 3, action: str | None = None
+) -> Verifier:
+    """The check of `action`'s edits (as its kind's policy says), or of a chat's when None."""
+    policy = actions.BY_NAME[action].check_policy() if action else None
+    return Verifier(command, timeout_s, attempts, WorkspaceFiles([project]), policy=policy)
 
 
 async def test_a_passing_check_keeps_the_edit_and_says_verified(project: Path):
@@ -177,8 +182,8 @@ PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 
 
 async def test_a_fix_says_that_the_check_failed_before_it_and_passes_after(project: Path):
-    check = verifier(project, PYTEST)
-    check.look_before(project / "calc.py", fixing=True)
+    check = verifier(project, PYTEST, action="fix")
+    check.look_before(project / "calc.py")
     before = await check.result_before()
     # The check ran on the workspace's code as it is, on a copy.
     assert before is not None and not before.passed
@@ -191,8 +196,8 @@ async def test_a_fix_says_that_the_check_failed_before_it_and_passes_after(proje
 
 
 async def test_an_edit_that_is_not_a_fix_is_not_checked_by_a_command_that_already_fails(project: Path):
-    check = verifier(project, PYTEST)
-    check.look_before(project / "calc.py", fixing=False)
+    check = verifier(project, PYTEST, action="refactor")
+    check.look_before(project / "calc.py")
     runner = proposed(project, '"""Arithmetic."""\n' + MODULE)
     # The edit stays, unchecked: a failure could not be told from the one that was there before.
     assert await check.check_latest(runner) is None and len(runner.proposals.edits) == 1
@@ -203,8 +208,8 @@ async def test_an_edit_that_is_not_a_fix_is_not_checked_by_a_command_that_alread
 
 async def test_a_check_that_passed_before_the_edit_says_so(project: Path):
     (project / "test_calc.py").write_text("def test_nothing():\n    pass\n")
-    check = verifier(project, PYTEST)
-    check.look_before(project / "calc.py", fixing=True)
+    check = verifier(project, PYTEST, action="fix")
+    check.look_before(project / "calc.py")
     assert (before := await check.result_before()) is not None and before.passed
     runner = proposed(project, MODULE.replace("a - b", "a + b"))
     assert await check.check_latest(runner) is None
@@ -226,8 +231,8 @@ def processes_running(*argv: str) -> list[int]:
 
 
 async def test_a_look_before_that_still_runs_when_the_request_ends_is_killed(project: Path):
-    check = verifier(project, "sleep 31.25 & wait")
-    check.look_before(project / "calc.py", fixing=True)
+    check = verifier(project, "sleep 31.25 & wait", action="fix")
+    check.look_before(project / "calc.py")
     deadline = time.monotonic() + 10
     while not processes_running("sleep", "31.25") and time.monotonic() < deadline:
         await asyncio.sleep(0.05)

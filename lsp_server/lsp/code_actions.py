@@ -21,7 +21,7 @@ from lsprotocol import types
 from pygls.workspace import Workspace
 
 from ..assistant import actions
-from ..assistant.actions import ActionSpec, Output
+from ..assistant.actions import Action, Output
 from ..assistant.block_turn import BlockRequest
 from . import documents, lsp_json, protocol
 from .turns import DocumentTurn, TurnService
@@ -43,7 +43,7 @@ def list_actions(lsp_documents: Workspace, params: types.CodeActionParams) -> li
     # The actions about the diagnostics in range come first, and only when there are some.
     about_diagnostics = [a for a in actions.ACTIONS if a.for_diagnostics and params.context.diagnostics]
     offered = about_diagnostics + [a for a in actions.ACTIONS if not a.for_diagnostics]
-    offered = [a for a in offered if actions.offered_for(a, suffix)]
+    offered = [a for a in offered if a.offered_for(suffix)]
     only = params.context.only
     listed = []
     for action in offered:
@@ -125,7 +125,7 @@ async def execute_action(
 async def run_action(turns: TurnService, request: protocol.CodeActionRequest) -> dict[str, Any]:
     """Runs the action; a newer request for the same action on the same document supersedes it."""
     action = actions.BY_NAME[request.kind]
-    if not actions.offered_for(action, _suffix(request.uri)):  # a client may run one it was not offered
+    if not action.offered_for(_suffix(request.uri)):  # a client may run one it was not offered
         raise NoEdit(
             f"{action.title} is not offered for this file: the server cannot tell its language's comments "
             "from its code"
@@ -134,33 +134,28 @@ async def run_action(turns: TurnService, request: protocol.CodeActionRequest) ->
     return await turns.superseding((request.uri, request.kind), work, f"Llama: {action.title}")
 
 
-async def _run(turns: TurnService, request: protocol.CodeActionRequest, action: ActionSpec) -> dict[str, Any]:
+async def _run(turns: TurnService, request: protocol.CodeActionRequest, action: Action) -> dict[str, Any]:
     async with turns.turn(
         request.uri,
         # An action may continue a chat, so that a Fix after a question sees the answer's conclusion.
         conversation_id=request.conversation_id,
         version=request.version,
-        checked=action.checked,
-        documentation_only=action.documentation_only,
+        check_policy=action.check_policy(),
+        admission=action.admission(),
     ) as turn:
         assert turn.path is not None
         path, source = turn.path, turn.text
         selected = (request.range.start.line + 1, max(request.range.start.line + 1, request.range.end.line))
-        first, last, code = actions.code_shown(action, source, *selected, python=path.suffix == ".py")
+        first, last, code = action.code_shown(source, *selected, python=path.suffix == ".py")
         language = actions.fence_language(path)
         message = actions.code_message(turn.shown_path, first, last, code, language, request.diagnostics)
         second_look = ""
-        if turn.verifier is not None and action.reads_named_code and path.suffix == ".py":
-            # Off the event loop: it walks the folder.
+        if turn.verifier is not None:  # what it gives is read only after a failed check
+            # Off the event loop: it may walk the folder.
             second_look = await asyncio.to_thread(
-                actions.named_code, request.diagnostics, turn.workspace, path
+                action.second_look, request.diagnostics, turn.workspace, path
             )
-        if turn.verifier is not None and action.looks_before:
-            # The model never reads this check's output: in a Fix's prompt it made the 1.5B model's
-            # fixes worse on the eval's tasks.
-            turn.verifier.look_before(path, fixing=action.fixing)
-        if turn.verifier is not None and action.keeps_passing_tests:
-            turn.verifier.keep_passing_tests()
+            turn.verifier.look_before(path)
         if action.output is Output.ANSWER:
             await turn.ask(f"{message}\n\n{action.instruction}")
         else:
@@ -181,7 +176,7 @@ async def _run(turns: TurnService, request: protocol.CodeActionRequest, action: 
 
 async def _write_edit(
     turn: DocumentTurn,
-    action: ActionSpec,
+    action: Action,
     message: str,
     first: int,
     last: int,
@@ -194,13 +189,13 @@ async def _write_edit(
     assert turn.path is not None
     path, source, runner = turn.path, turn.text, turn.runner
     test_file = actions.test_file_for(path, turn.workspace)
-    template, name = actions.block_instruction(action, source, first, last, python=path.suffix == ".py")
+    template, name = action.block_instruction(source, first, last, python=path.suffix == ".py")
     write = template.format(
         first=first, last=last, path=turn.shown_path, language=language, test_file=test_file, name=name
     )
     attempts = turn.verifier.max_attempts if turn.verifier is not None else actions.BLOCK_ATTEMPTS
     try:
-        write_tokens = actions.write_tokens(action, code, turn.settings.max_tokens)
+        write_tokens = action.write_tokens(code, turn.settings.max_tokens)
     except actions.BlockTooLong as exc:
         raise NoEdit(
             f"lines {first}-{last} of {turn.shown_path} are too long to write again ({exc})"
@@ -212,11 +207,13 @@ async def _write_edit(
         write_tokens=write_tokens,
         max_attempts=min(turn.settings.max_tool_steps, attempts),
         second_look=second_look,
-        reads_failed_checks=action.keeps_passing_tests,
+        reads_failed_checks=action.reads_failed_checks(),
     )
-    await turn.write_block(
-        block, actions.block_proposer(action, runner, path, source, first, last, test_file)
-    )
+
+    def propose(block_code: str) -> str | None:
+        return action.propose_block(runner, path, source, first, last, test_file, block_code)
+
+    await turn.write_block(block, propose)
     if not runner.proposals.edits and not turn.checked_without_passing and action.edit_tools:
         # The block never came out right (a small model may keep writing the code back as it was):
         # the edit tools get their turn, in the same conversation, from the warm cache.

@@ -25,7 +25,7 @@ from pygls.workspace import TextDocument, Workspace
 
 from ..assistant.block_turn import BlockRequest, BlockTurn
 from ..assistant.checks.sandbox import CheckSandbox
-from ..assistant.checks.verifier import Verification, Verifier
+from ..assistant.checks.verifier import CheckPolicy, Verification, Verifier
 from ..assistant.codebase import CodebaseIndex
 from ..assistant.conversation import (
     Conversation,
@@ -35,6 +35,7 @@ from ..assistant.conversation import (
     TurnStats,
     run_turn,
 )
+from ..assistant.tools.proposals import Admission
 from ..assistant.tools.runner import ToolRunner
 from ..assistant.tools.schemas import TOOL_NAMES, schemas_for
 from ..assistant.tools.workspace_files import WorkspaceFiles
@@ -45,6 +46,8 @@ from .settings import Settings
 log = logging.getLogger("llama_lsp.turns")
 
 T = TypeVar("T")
+# A turn's edits are checked as a chat's are, unless the request says otherwise (an action's policy).
+CHECKED = CheckPolicy()
 
 
 class ServerContext(Protocol):
@@ -214,13 +217,13 @@ class TurnService:
         *,
         conversation_id: str | None = None,
         version: int | None = None,
-        checked: bool = True,
-        documentation_only: bool = False,
+        check_policy: CheckPolicy | None = CHECKED,
+        admission: Admission | None = None,
     ) -> AsyncIterator[DocumentTurn]:
         """A turn on the open document `uri` (None: the workspace), in conversation `conversation_id`
-        (None: a new one). `version` is the one the request was made for; `checked` says whether proposed
-        edits go through verifyCommand, and `documentation_only` that they keep only the documentation
-        they add (Document).
+        (None: a new one). `version` is the one the request was made for; proposed edits go through
+        verifyCommand as `check_policy` says (None: they are not checked), and the request's ledger
+        records what `admission` admits of each (None: the edit as it is).
 
         The server shows itself busy while the turn runs; the turn's figures are recorded when it ends
         without an error, before the status says ready again, so that the status carries them.
@@ -238,13 +241,14 @@ class TurnService:
         settings = self._server.settings
         workspace = self._workspace(uri)
         verifier = None
-        if checked and settings.verify_command is not None:
+        if check_policy is not None and settings.verify_command is not None:
             verifier = Verifier(
                 settings.verify_command,
                 settings.verify_timeout,
                 settings.max_verify_attempts,
                 workspace,
                 CheckSandbox(settings.verify_sandbox),
+                check_policy,
             )
         conversation = self.conversations.get_or_create(conversation_id)
         text = document.source if document is not None else ""
@@ -254,7 +258,7 @@ class TurnService:
             engine,
             settings,
             conversation,
-            ToolRunner(workspace, documentation_only, self._server.codebase_index),
+            ToolRunner(workspace, admission, self._server.codebase_index),
             verifier,
             self._server.workspace,
             uri,

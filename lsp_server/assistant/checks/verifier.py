@@ -45,7 +45,7 @@ class CheckResult:
     seconds: float
     command: str
     timed_out: bool = False
-    # Write tests: the output at more length, for reading every failure (passing_tests.py); else "".
+    # The output at more length, for reading every failure (CheckPolicy.report_chars); else "".
     report: str = ""
     rest: str | None = None  # after the related tests, how the other test files went (Verifier._the_rest)
     broke_rest: bool = False  # the related tests passed, and the other test files broke with the edit
@@ -139,15 +139,40 @@ _DURATION = re.compile(
 )
 # The other test files run only with at least this much of verifyTimeout left after the related ones.
 REST_MIN_S = 2.0
-# Write tests: runs that set wrong expected values to the code's results, before the failing tests go.
-# A run shows one failing assertion per test, and a test may assert several values; a run takes ~0.5 s.
-SETTLE_ROUNDS = 10
-# Write tests reads every failure of its file, which the usual head and tail of the output may cut.
-REPORT_TAIL_CHARS = 32_000
+
+
+@dataclass(frozen=True)
+class CheckPolicy:
+    """How one action's check treats its edits (an action kind's check_policy(); chat: the default).
+
+    `looks_before`: the check also runs on the code as it is, in the background while the model writes,
+    so that the summary can say what a pass is worth; an edit is then checked only when that passed,
+    since a check that already fails cannot tell a good edit from a bad one, unless `fixing`: a check
+    that failed before is expected to pass after. A kind with more to do when a check fails (Write tests
+    keeps the tests that pass) overrides the methods."""
+
+    looks_before: bool = False
+    fixing: bool = False
+    # Characters of the output's end kept in CheckResult.report for after_failure; 0: no report.
+    report_chars: int = 0
+    # When nothing passed, the first failed candidate comes back, marked as failed (Verifier.settle).
+    returns_failed_candidate: bool = True
+
+    async def after_failure(self, verifier: Verifier, runner: ToolRunner, failed: CheckResult) -> CheckResult:
+        """What can still be made of the latest edit, whose check failed: `failed` when nothing."""
+        return failed
+
+    def retry_message(self, failed: CheckResult, output: str) -> str:
+        """What the model reads about a failed check (`output`: its output without durations)."""
+        return (
+            f"That change was checked with `{failed.command}`, which failed:\n```\n{output}\n```\n"
+            "Find what is wrong and write it again."
+        )
 
 
 class Verifier:
-    """Runs the check for one request's edits, at most `max_attempts` times, in `check_sandbox`.
+    """Runs the check for one request's edits, at most `max_attempts` times, in `check_sandbox`, as the
+    request's `policy` says.
 
     `command` "auto" finds the tests of the first file checked (test_discovery.py) and runs that
     command for every check of the request, so that before and after are the same check."""
@@ -159,6 +184,7 @@ class Verifier:
         max_attempts: int,
         workspace: WorkspaceFiles,
         check_sandbox: CheckSandbox | None = None,
+        policy: CheckPolicy | None = None,
     ) -> None:
         self.command = command
         self.timeout_s = timeout_s
@@ -169,27 +195,17 @@ class Verifier:
         self._before: asyncio.Future[CheckResult | None] | None = None
         self._plan: TestPlan | None = None  # what "auto" found
         self._rest_before: CheckResult | None = None  # the other test files on the code without the edit
-        self._checks_fixes = True
-        self._keeps_passing_tests = False
+        self.policy = policy or CheckPolicy()
 
     @property
     def exhausted(self) -> bool:
         return self.verification.attempts >= self.max_attempts
 
-    def look_before(self, path: Path, fixing: bool) -> None:
-        """Starts the command on the code as it is, before any edit to `path`, in the background.
-
-        A fix is expected to turn a failing check into a passing one, and the summary says whether it
-        did. Any other edit is checked only when the command passed before it, since a command that
-        already fails cannot tell a good edit from a bad one.
-        """
-        self._checks_fixes = fixing
-        self._before = asyncio.ensure_future(self._run({}, path))
-
-    def keep_passing_tests(self) -> None:
-        """A new test file that fails its check keeps the tests that passed (Write tests): the failing
-        ones are dropped and the rest checked again. When none passes, no candidate comes back."""
-        self._keeps_passing_tests = True
+    def look_before(self, path: Path) -> None:
+        """Starts the command on the code as it is, before any edit to `path`, in the background, where
+        the policy looks before (CheckPolicy.looks_before)."""
+        if self.policy.looks_before:
+            self._before = asyncio.ensure_future(self._run({}, path))
 
     async def result_before(self) -> CheckResult | None:
         """The look before the edit, once it finished; None when there was none, or it could not run."""
@@ -212,7 +228,7 @@ class Verifier:
         return value says why, for the model to read.
         """
         before = await self.result_before()
-        if before is not None and not before.passed and not self._checks_fixes:
+        if before is not None and not before.passed and not self.policy.fixing:
             return None  # it failed without the edit: the edit stays, unchecked, and the summary says so
         if not await self._can_run():
             return None  # no sandbox: the edit stays, unchecked, and the summary says why
@@ -226,8 +242,8 @@ class Verifier:
         self.verification.attempts += 1
         log.info("check %d: %s in %.1f s", self.verification.attempts, result.passed, result.seconds)
         self.verification.output = result.output
-        if not result.passed and self._keeps_passing_tests:
-            result = await self._without_failing_tests(runner, result)
+        if not result.passed:
+            result = await self.policy.after_failure(self, runner, result)
         if result.passed:
             result = await self._the_rest(runner, result)
             self.verification.output = result.output
@@ -239,17 +255,7 @@ class Verifier:
         if self.verification.first_failure is None:
             self.verification.first_failure = (state, result)
         runner.proposals.withdraw_latest()
-        output = without_durations(result.output)
-        if self._keeps_passing_tests:  # the code is as it should be: what the tests expect is wrong
-            return (
-                f"Every test in that file failed (or none ran) on the code as it is, with `{result.command}`:"
-                f"\n```\n{output}\n```\nThe code is correct. Write the test file again, with the "
-                "results the code really gives."
-            )
-        return (
-            f"That change was checked with `{result.command}`, which failed:\n```\n{output}\n```\n"
-            "Find what is wrong and write it again."
-        )
+        return self.policy.retry_message(result, without_durations(result.output))
 
     async def _the_rest(self, runner: ToolRunner, passed: CheckResult) -> CheckResult:
         """After `passed`, the check of the related tests: the project's other test files (auto's
@@ -277,55 +283,7 @@ class Verifier:
         log.info("the edit broke %s", others)
         return replace(after, rest=f"{others} passed without the edit and failed with it", broke_rest=True)
 
-    async def _without_failing_tests(self, runner: ToolRunner, result: CheckResult) -> CheckResult:
-        """The latest edit, a new test file whose check failed, recorded again with the expected values
-        the code does not give set to what it gives, then without the tests that still fail, and checked
-        again after each; `result` as it was when that cannot be done."""
-        edit = runner.proposals.edits[-1]
-        if edit.kind != "create":
-            return result
-        written = text = runner.proposals.changed_texts()[edit.path]
-        settled: list[passing_tests.SettledValue] = []
-        # Each run shows one failing assertion per test: a test with two wrong values needs two.
-        for _ in range(SETTLE_ROUNDS):
-            settled_text, more = passing_tests.settle_expected_values(text, result.report, edit.path.name)
-            # A value set before fails again: it differs from run to run (a loop, a clock), so the test goes.
-            if not more or {(v.test, v.line) for v in more} & {(v.test, v.line) for v in settled}:
-                break
-            again = await self._recheck(runner, settled_text)
-            if again is None:
-                return result
-            text, result = settled_text, again
-            settled += more
-            log.info("set %d expected values of %s to the code's results", len(more), edit.path.name)
-            if result.passed:
-                break
-        if not result.passed:
-            failed = passing_tests.failed_tests(result.report, edit.path.name)
-            kept = passing_tests.without_tests(text, failed) if failed else None
-            again = await self._recheck(runner, kept) if kept is not None and failed is not None else None
-            if again is None or not again.passed:
-                return result  # check_latest withdraws the file, as it would the whole one
-            log.info(
-                "dropped %d failing tests of %s:\n%s",
-                len(failed or ()),
-                edit.path.name,
-                "\n".join(
-                    line for line in result.report.splitlines() if line.startswith(("FAILED ", "ERROR "))
-                ),
-            )
-            self.verification.dropped_tests = sorted("::".join(test) for test in failed or ())
-            result = again
-        self.verification.output = result.output
-        # The values kept: those of a test dropped after all are not in the file.
-        dropped = set(self.verification.dropped_tests)
-        self.verification.settled_values = [
-            value for value in settled if value.test.split("::", 1)[-1] not in dropped
-        ]
-        self.verification.written_tests = passing_tests.count_tests(written)
-        return result
-
-    async def _recheck(self, runner: ToolRunner, text: str) -> CheckResult | None:
+    async def recheck(self, runner: ToolRunner, text: str) -> CheckResult | None:
         """The latest edit, a new file, recorded again as `text` and checked; None when it cannot run."""
         edit = runner.proposals.edits[-1]
         runner.proposals.withdraw_latest()
@@ -334,9 +292,13 @@ class Verifier:
 
     def settle(self, runner: ToolRunner) -> None:
         """When no edit passed: bring back the first failed candidate (greedy, so the likeliest), marked
-        as failed. The user sees it, and why it failed, rather than nothing; except new tests, which are
-        no use failing (keep_passing_tests)."""
-        if runner.proposals.edits or self.verification.first_failure is None or self._keeps_passing_tests:
+        as failed. The user sees it, and why it failed, rather than nothing, unless the policy says a
+        failed candidate is no use (new tests that fail)."""
+        if (
+            runner.proposals.edits
+            or self.verification.first_failure is None
+            or not self.policy.returns_failed_candidate
+        ):
             return
         state, result = self.verification.first_failure
         runner.proposals.restore(state)
@@ -377,13 +339,13 @@ class Verifier:
             return None
         command = command or self.command.replace("{file}", shlex.quote(edited.relative_to(root).as_posix()))
         timeout_s = timeout_s or self.timeout_s
-        tail_chars = REPORT_TAIL_CHARS if self._keeps_passing_tests else OUTPUT_TAIL_CHARS
+        tail_chars = self.policy.report_chars or OUTPUT_TAIL_CHARS
         ran = await run_on_copy(
             self.check_sandbox, command, root, folder is not None, texts, timeout_s, tail_chars
         )
         if ran.isolation is not None:
             self.verification.sandbox = ran.isolation
-        report = ran.output if self._keeps_passing_tests else ""
+        report = ran.output if self.policy.report_chars else ""
         seconds = time.monotonic() - started
         return CheckResult(ran.passed, trimmed(ran.output), seconds, command, ran.timed_out, report=report)
 

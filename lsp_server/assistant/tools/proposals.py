@@ -3,28 +3,22 @@
 Nothing here writes to disk: a ProposedEdit waits for the user to review it. The ledger keeps each
 changed file's text after the request's edits, each file's text before the first of them (what the
 editor's text must still be when the edit is applied), and enough to withdraw the latest edit or
-return to a saved point when a check fails (lsp_server.assistant.checks.verifier). A Python edit that breaks a
-file which parsed before is refused, since small models often misindent.
+return to a saved point when a check fails (checks/verifier.py). A Python edit that breaks a file which
+parsed before is refused, since small models often misindent.
 
-A ledger for an action that only documents (Document) records, whatever proposes the edit (a rewritten
-block, the edit tool), the file as it was plus only the documentation the edit adds: every other change
-the model made is dropped, so the action cannot do more than its name says.
+An action may give the ledger an admission, which decides what is recorded of every edit, whatever
+proposes it (a rewritten block, the edit tool): Document's keeps the file as it was plus only the
+documentation the edit adds, so the action cannot do more than its name says.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..rewrite import only_documentation
 from .workspace_files import ToolError, WorkspaceFiles
-
-# Models shown code that already has a docstring tend to write it back unchanged.
-NOTHING_DOCUMENTED = (
-    "that adds no documentation. Add to it: say in the docstring what the code returns, what its "
-    "arguments mean and what it raises, and comment the lines whose purpose is not obvious"
-)
 
 
 @dataclass(frozen=True)
@@ -43,13 +37,17 @@ class ProposedEdit:
 # The ledger at one point: the edits, the files' texts, what each edit replaced.
 Checkpoint = tuple[list[ProposedEdit], dict[Path, str], list[tuple[Path, str | None]]]
 
+# What a ledger keeps of an edit to a file (path, its text before or None for a new file, after): the
+# text to record, or a ToolError that says why nothing can be (an action's admission: actions/).
+Admission = Callable[[Path, str | None, str], str]
+
 
 class Proposals:
     """The ledger of one request's proposed edits, over the workspace files it may read."""
 
-    def __init__(self, workspace: WorkspaceFiles, documentation_only: bool = False) -> None:
+    def __init__(self, workspace: WorkspaceFiles, admission: Admission | None = None) -> None:
         self.workspace = workspace
-        self.documentation_only = documentation_only  # record only the documentation edits add
+        self.admission = admission  # None: an edit is recorded as it is
         self.edits: list[ProposedEdit] = []
         # The text each edited or created file has after this request's edits. Kept rather than recomputed,
         # so the user typing in the editor meanwhile cannot make an accepted edit stop applying.
@@ -73,7 +71,7 @@ class Proposals:
         """
         name = self.workspace.display(path)
         before = self.text_after_edits(path)
-        if after == before and not self.documentation_only:  # that one says what is missing instead
+        if after == before and self.admission is None:  # an admission says what is missing instead
             return "That is the code exactly as it was: nothing would change. Write it with the change made."
         try:
             check_syntax(path, before, after, f"write the block again, complete, with {name}'s indentation")
@@ -85,31 +83,13 @@ class Proposals:
 
     def record(self, edit: ProposedEdit, before: str | None, after: str) -> None:
         """Records an edit that was checked: `before` and `after` are its file's whole text around it.
-        A documentation-only ledger records `before` plus the documentation `after` adds, and raises
-        ToolError when it adds none (or creates a file)."""
-        after = self._admitted(edit.path, before, after)
+        With an admission, what it admits of `after` is recorded, or its ToolError raised."""
+        if self.admission is not None:
+            after = self.admission(edit.path, before, after)
         self._originals.setdefault(edit.path, before)
         self.edits.append(edit)
         self._replaced.append((edit.path, self._texts.get(edit.path)))
         self._texts[edit.path] = after
-
-    def _admitted(self, path: Path, before: str | None, after: str) -> str:
-        """What an edit may leave of a file: `after`, or for a documentation-only ledger, `before` with
-        only the documentation that `after` adds."""
-        if not self.documentation_only:
-            return after
-        if before is None:
-            raise ToolError("this action only adds documentation to the code; it creates no files")
-        documented = only_documentation(path.suffix, before, after)
-        if documented is None:
-            raise ToolError(
-                "the documentation cannot be told apart from the code there (the result does not parse, "
-                "a comment holds or hides code, or the language's comments are unknown); keep every line "
-                "of code as it is and add only docstrings and comments, each comment on lines of its own"
-            )
-        if documented == before:
-            raise ToolError(NOTHING_DOCUMENTED)
-        return documented
 
     def withdraw_latest(self) -> None:
         """Takes the latest edit back (a check failed on it)."""

@@ -30,7 +30,7 @@ from ..edits import (
     apply_replacement_reindented,
     split_lines,
 )
-from .proposals import Proposals, ProposedEdit, breaks_python, check_syntax
+from .proposals import Admission, Proposals, ProposedEdit, breaks_python, check_syntax
 from .schemas import EDIT_TOOL_NAMES, READ_MAX_LINES, TOOL_NAMES, check_arguments, glob_regex
 from .workspace_files import MAX_FILE_BYTES, ToolError, WorkspaceFiles
 
@@ -75,11 +75,14 @@ class ToolRunner:
     """Runs one request's tool calls, within its workspace files; the edits they propose go to its ledger."""
 
     def __init__(
-        self, workspace: WorkspaceFiles, documentation_only: bool = False, index: CodebaseIndex | None = None
+        self,
+        workspace: WorkspaceFiles,
+        admission: Admission | None = None,
+        index: CodebaseIndex | None = None,
     ) -> None:
         self.workspace = workspace
         self.index = index  # the workspace index, where the server keeps one
-        self.proposals = Proposals(workspace, documentation_only)
+        self.proposals = Proposals(workspace, admission)
         self._handlers: dict[str, Callable[[dict[str, Any]], str]] = {
             "read_file": self._read_file,
             "search": self._search,
