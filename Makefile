@@ -106,23 +106,23 @@ llama-server: $(LLAMA_SERVER) ## Build llama.cpp's llama-server (build/native/bi
 
 # About an hour with the default 5 runs (versus and prefill run at 1 thread), and (W) rewrites on the default
 # model another ~30 min.
-# BENCH_ARGS: e.g. --runs 1, --only versus (engine, versus, backends, prefill, typing, rewrite; repeatable),
-# --rewrite-tasks 'doc_*', --quick
-bench: setup test-models $(LLAMA_SERVER) ## Run the benchmarks on the test model, and ours against llama-server
+# BENCH_ARGS: e.g. --runs 1, --only versus (engine, versus, backends, prefill, typing, rewrite, check; repeatable),
+# --rewrite-tasks 'doc_*', --quick, --no-docs
+bench: setup test-models $(LLAMA_SERVER) ## Benchmarks on the test model, ours against llama-server; into docs/performance.md (--no-docs: not)
 	timeout $(T_BENCH) $(BIN)/python -m bench $(BENCH_ARGS)
 
-# EVAL_ARGS: e.g. --tasks 'fix_*' --threads 2 --model qwen2.5-coder-0.5b --json eval.json
-eval: setup test-models ## Code-action quality on eval/tasks (default model; slow): edits that apply, parse, pass
+# EVAL_ARGS: e.g. --tasks 'fix_*' --threads 2 --model qwen2.5-coder-0.5b --json eval.json --no-docs
+eval: setup test-models ## Code-action quality on eval/tasks (default model; slow); into docs/quality.md (--no-docs: not)
 	timeout $(T_EVAL) $(BIN)/python eval/run.py $(EVAL_ARGS)
 
 # Each case's workspace is a public repository at a past commit, written from its mirror (eval/chat/README.md).
-# CHAT_EVAL_ARGS: e.g. --cases 'tox-*' --threads 2 --model qwen2.5-coder-0.5b --json chat.json
-eval-chat: setup test-models ## Chat's answers about real repositories, no file open (eval/chat; slow)
+# CHAT_EVAL_ARGS: e.g. --cases 'tox-*' --threads 2 --model qwen2.5-coder-0.5b --json chat.json --no-docs
+eval-chat: setup test-models ## Chat's answers about real repositories, no file open (eval/chat; slow); into docs/quality.md
 	timeout $(T_EVAL) $(BIN)/python eval/chat/run.py $(CHAT_EVAL_ARGS)
 
 # The workspace index against grep and BM25 on commit subjects of real repositories; no model (eval/codebase).
-# CODEBASE_EVAL_ARGS: e.g. --cases 'flask-*' --baselines-py --no-index --json codebase.json
-eval-codebase: setup ## The workspace index's file ranking vs grep and BM25 (eval/codebase; ~2 min)
+# CODEBASE_EVAL_ARGS: e.g. --cases 'flask-*' --baselines-py --no-index --json codebase.json --no-docs
+eval-codebase: setup ## The workspace index's file ranking vs grep and BM25 (eval/codebase; ~2 min); into docs/quality.md
 	timeout $(T_EVAL) $(BIN)/python eval/codebase/run.py $(CODEBASE_EVAL_ARGS)
 
 lint: setup ## ruff and mypy

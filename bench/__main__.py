@@ -1,5 +1,9 @@
 """Command line of `python -m bench` (`make bench`): the engine's four measurements and their summary
-table, then our server against llama-server (versus.py) and the cold prefill speeds."""
+table, then our server against llama-server (versus.py) and the cold prefill speeds.
+
+Each part that runs replaces its own section of docs/performance.md (harness/report.py), keyed by the
+part and the model, as soon as it is done: `--only` writes only the parts it runs, `--quick` (a random
+model) and `--no-docs` write nothing."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import report
 from lsp_server.engine import models
 
 from . import checks, rewrite, versus
@@ -41,11 +46,22 @@ def load() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def run(settings: Settings, label: str) -> None:
+ENGINE_ABOUT = (
+    "In-process, through the engine alone: (a) a follow-up question on a 2,000-token document with its "
+    "slot warm, against the same prompt on a cleared engine; (b) decode speed against llama.cpp's plain "
+    "decode loop (bench/baseline.py) on the same prompt and threads; (c) prompt tokens evaluated by 15 "
+    "interleaved requests on three files, with 3 slots against 1 (a count, one run); (d) the follow-up "
+    "after the slots were saved, the engine closed, reopened and restored, against cold."
+)
+
+
+def run(settings: Settings, label: str) -> report.Section:
+    """The four measurements and their summary; returns the summary as the doc's section."""
     binary = find_decode_loop()
     started = time.perf_counter()
     show(f"bench: {label}: {settings.model.name}, medians of N runs; load average {load()} (1/5/15 min)")
     engine = open_engine(settings)
+    threads = int(engine.info()["n_threads"])
     try:
         text = big_document(engine, settings)
         # Order: (b) and (c) first; (a) leaves one warm slot that (d) saves and restores.
@@ -60,23 +76,38 @@ def run(settings: Settings, label: str) -> None:
         f"\nran {time.perf_counter() - started:.0f} s; load average now {load()}. Shared machine: times are "
         "medians and move with whatever else runs; (c) is a token count and does not."
     )
+    return report.Section(
+        f"bench/engine/{report.key_part(settings.model.name)}",
+        f"The engine: follow-ups, decode speed, slots, restarts ({settings.model.stem})",
+        report.Run.now(threads=threads, model=settings.model, figures=f"medians of {settings.runs}"),
+        [
+            report.Table(
+                ("measurement", "N", "ours", "reference", "ratio"),
+                [(r.label, str(r.runs), r.ours, r.reference, r.ratio) for r in (a, b, c, d)],
+            )
+        ],
+        about=ENGINE_ABOUT,
+    )
 
 
 PARTS = ("engine", "versus", "backends", "prefill", "typing", "rewrite", "check")
 
 
-def against_llama_server(plan: versus.Plan, parts: set[str], quick: bool) -> None:
+def against_llama_server(plan: versus.Plan, parts: set[str], quick: bool) -> list[report.Section]:
     binary = versus.find_llama_server()
     if binary is None:
         message = f"{versus.SERVER} is missing; run `make llama-server` (or set {versus.OVERRIDE})"
         if quick:  # a smoke run does not build llama.cpp a second time
             show(f"\nbench: skipping versus and prefill: {message}")
-            return
+            return []
         raise SystemExit(f"bench: {message}")
     started = time.perf_counter()
     show(f"\nload average {load()} (1/5/15 min)")
-    versus.run(plan, binary, "versus" in parts, "prefill" in parts, "backends" in parts, "typing" in parts)
+    sections = versus.run(
+        plan, binary, "versus" in parts, "prefill" in parts, "backends" in parts, "typing" in parts
+    )
     show(f"\nran {time.perf_counter() - started:.0f} s; load average now {load()}")
+    return sections
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -105,24 +136,35 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--rewrite-tasks", help=f"eval tasks for (W), a glob (default: {', '.join(rewrite.DEFAULT_TASKS)})"
     )
+    parser.add_argument(
+        "--no-docs",
+        action="store_true",
+        help=f"write nothing to {report.PERFORMANCE.relative_to(report.ROOT)} (by default each part that "
+        "runs replaces its own section there; --quick never writes)",
+    )
     args = parser.parse_args(argv)
     parts = set(args.only or PARTS)
     logging.getLogger("llama_lsp.native").setLevel(logging.ERROR)  # llama.cpp's load warnings are noise here
+
+    def document(*sections: report.Section) -> None:
+        if not args.no_docs:
+            report.write(report.PERFORMANCE, sections, "`make bench`")
+
     if not args.quick:
         model = models.resolve(args.model or models.TEST_MODEL)
         if "engine" in parts:
-            run(Settings(model, runs=args.runs or 5), "full run")
+            document(run(Settings(model, runs=args.runs or 5), "full run"))
         if parts & {"versus", "backends", "prefill", "typing"}:
-            against_llama_server(versus.Plan(model, runs=args.runs or 5), parts, quick=False)
+            document(*against_llama_server(versus.Plan(model, runs=args.runs or 5), parts, quick=False))
         if "rewrite" in parts:
             binary = versus.find_llama_server()
             if binary is None:
                 raise SystemExit(f"bench: {versus.SERVER} is missing; run `make llama-server`")
             # Code actions are measured on the model users run them with; minutes per task and way.
             default = models.resolve(args.model or models.DEFAULT_MODEL)
-            rewrite.run(default, binary, runs=args.runs or 1, task_glob=args.rewrite_tasks)
+            document(*rewrite.run(default, binary, runs=args.runs or 1, task_glob=args.rewrite_tasks))
         if "check" in parts:
-            checks.run(runs=args.runs or 5)
+            document(checks.run(runs=args.runs or 5))
         return
     from harness.tiny_model import write_tiny_model  # needs the [test] extra (gguf)
 

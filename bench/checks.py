@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import report
 from harness.eval_tasks import TASKS, Task
 from lsp_server.assistant.checks.discovery import find_tests
 from lsp_server.assistant.checks.sandbox import CheckSandbox
@@ -26,7 +27,8 @@ TASK = "fix_interval_merge"
 GOAL_EXTRA_S = 2.0
 
 
-def run(runs: int) -> None:
+def run(runs: int) -> report.Section:
+    """Times the tests in the folder and as a check, prints both; returns them as the doc's section."""
     task = Task.load(TASKS / TASK)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "project"
@@ -62,4 +64,25 @@ def run(runs: int) -> None:
     show(
         f"  the check adds {extra * 1000:.0f} ms ({median(checked) / median(direct):.2f}x; goal <= "
         f"{GOAL_EXTRA_S:.0f} s: {goal})"
+    )
+    return report.Section(
+        "bench/check",
+        "What a check adds to the tests it runs",
+        report.Run.now(threads="-", model="none", figures=f"medians of {runs}"),
+        [
+            report.Table(
+                ("the task's tests", "median", "vs in the folder"),
+                [
+                    ("run in the folder", report.ms(median(direct) * 1000), "1.00x"),
+                    (
+                        f"run as a check ({isolation})",
+                        report.ms(median(checked) * 1000),
+                        report.ratio(median(checked) / median(direct)),
+                    ),
+                ],
+            )
+        ],
+        about=f'An eval Fix task with its bug fixed ({TASK}): the command `"auto"` finds, run straight in '
+        "the folder as a user would, and as a check runs it (a fresh copy of the folder, the sandbox, the "
+        "runner's start). No model.",
     )

@@ -29,6 +29,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from harness import report
 from lsp_server.assistant.infill import Around, RecentCompletions
 from lsp_server.lsp import protocol
 
@@ -190,7 +191,8 @@ def end_of(text: str) -> types.Position:
     return types.Position(len(lines) - 1, len(lines[-1]))
 
 
-def run(plan: Plan, server: LlamaServer, workdir: Path) -> None:
+def run(plan: Plan, server: LlamaServer, workdir: Path) -> report.Section:
+    """Types the file on both sides, prints the table; returns it as the doc's section."""
     lines = DOC_SOURCE.read_text(encoding="utf-8").splitlines()
     all_pauses = pauses(lines, HELD_BACK)
     n_tokens = server.count_tokens("\n".join(lines))
@@ -214,6 +216,17 @@ def run(plan: Plan, server: LlamaServer, workdir: Path) -> None:
     row("tokens generated per request (mean)", [statistics.fmean(s.generated) for s in sides], "{:.1f}")
     row("exact match at line start", [sum(s.exact) / len(s.exact) for s in sides], "{:.0%}")
     table(rows)
+    section = report.Section(
+        f"bench/typing/{report.key_part(plan.model.name)}",
+        f"Inline completion while typing ({plan.model.stem})",
+        report.Run.now(threads=THREADS, model=plan.model, figures="one run, percentiles over the requests"),
+        [report.Table(["measurement", *rows[0][1:]], rows[1:])],
+        about=f"The interpreter's {DOC_NAME} ({len(lines)} lines, {n_tokens:,} tokens) typed at its end: its "
+        f"last {HELD_BACK} lines typed again a word at a time, {len(all_pauses)} requests on each side, each "
+        "after the previous answer. llama-server gets llama.vim's `/infill` request and client-side cache, "
+        "started with `--cache-reuse 256`; ours is driven over stdio LSP. Exact match: at the start of a "
+        "held-back line, the completion's first line is that line.",
+    )
     if plan.goals:
         p50, p90 = ([percentile(s.times_ms, q) for s in sides] for q in (50, 90))
         tokens = [statistics.fmean(s.evaluated) for s in sides]
@@ -224,3 +237,4 @@ def run(plan: Plan, server: LlamaServer, workdir: Path) -> None:
             "exact match ≥ theirs": sum(sides[1].exact) >= sum(sides[0].exact),
         }
         show("goals: " + "; ".join(f"{name} {'met' if met else 'MISSED'}" for name, met in checks.items()))
+    return section

@@ -23,11 +23,11 @@ import asyncio
 import fnmatch
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness import llama_server
+from harness import llama_server, report
 from harness.eval_tasks import TASKS, Task
 from lsp_server.clients.headless import run_code_action
 from lsp_server.engine import models
@@ -35,6 +35,12 @@ from lsp_server.engine import models
 from .parts import median, show
 
 DEFAULT_TASKS = ("doc_cron", "fix2_semver")
+ABOUT = (
+    "The eval's Document and Fix actions through our server (a fresh server, no checks); only who answers "
+    "differs: our engine with drafting off or on, or llama-server as the remote backend with each of its "
+    "drafting settings (`-fa off`). Decode speed is the action's generated tokens over its decode time; "
+    "the action's seconds include reading its prompt."
+)
 THREADS = 1
 DRAFT_MODEL = models.TEST_MODEL  # the 0.5B: the same vocabulary as the default 1.5B
 
@@ -141,7 +147,8 @@ def answer(way: Way, model: Path, tasks: list[str], runs: int, workdir: Path, bi
         server.stop()
 
 
-def run(model: Path, binary: Path, runs: int, task_glob: str | None = None) -> None:
+def run(model: Path, binary: Path, runs: int, task_glob: str | None = None) -> list[report.Section]:
+    """Runs (W), prints its table; returns the doc's sections: the ways, and prose with and without drafts."""
     tasks = sorted(p.name for p in TASKS.iterdir() if fnmatch.fnmatch(p.name, task_glob)) if task_glob else []
     tasks = [t for t in tasks if Task.load(TASKS / t).kind in ("fix", "document")] or list(DEFAULT_TASKS)
     try:
@@ -199,6 +206,44 @@ def run(model: Path, binary: Path, runs: int, task_glob: str | None = None) -> N
                 [row[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))]
             )
         )
+    run_facts = report.Run.now(
+        threads=THREADS,
+        model=model,
+        figures=f"{runs} run(s) of each task, medians over the tasks' actions",
+        notes=f"tasks: {', '.join(tasks)}",
+    )
+    name = report.key_part(model.name)
+    sections = [
+        report.Section(
+            f"bench/rewrite/{name}",
+            f"Code actions: speculative decoding, ours and llama-server's ({model.stem})",
+            run_facts,
+            [report.Table(table[0], table[1:])],
+            about=ABOUT,
+        ),
+        report.Section(
+            f"bench/prose/{name}",
+            f"Prose with drafting on and off ({model.stem})",
+            replace(
+                run_facts, figures=f"medians of {runs}, off and on taking turns", notes=f"task: {tasks[0]}"
+            ),
+            [
+                report.Table(
+                    ("answer", "drafting off", "drafting on", "on / off"),
+                    [
+                        (
+                            f"Explain of {tasks[0]}",
+                            f"{prose['off']:.1f} tok/s",
+                            f"{prose['on']:.1f} tok/s",
+                            f"{prose['on'] / prose['off']:.2f}x" if prose["off"] else "-",
+                        )
+                    ],
+                )
+            ],
+            about="An answer in words, where drafts rarely match: what drafting costs when it has nothing "
+            "to copy.",
+        ),
+    ]
     ours = medians.get("ours, drafting on")
     off = medians.get("ours, drafting off")
     show(f"goal: prose with drafting on >= 0.95x off: {prose['on'] / prose['off']:.2f}x")
@@ -208,3 +253,4 @@ def run(model: Path, binary: Path, runs: int, task_glob: str | None = None) -> N
     if ours and theirs:
         best = max(theirs, key=lambda k: theirs[k])
         show(f"goal: ours >= 1.0x llama-server's best drafting ({best}): {ours / theirs[best]:.2f}x")
+    return sections

@@ -31,7 +31,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from harness import llama_server
+from harness import llama_server, report
 from lsp_server.clients.headless import HeadlessClient
 from lsp_server.engine.local import EngineConfig
 from lsp_server.engine.native import NativeEngine
@@ -427,18 +427,37 @@ async def backends(server: LlamaServer, plan: Plan, workdir: Path) -> dict[str, 
     return turns
 
 
-def show_backends(turns: dict[str, list[Turn]]) -> None:
+def show_backends(turns: dict[str, list[Turn]]) -> list[tuple[str, ...]]:
+    """Prints each run and the medians; returns the medians as the doc's rows."""
     local, remote = turns["local"], turns["remote"]
     for i, (ours, theirs) in enumerate(zip(local, remote, strict=True)):
         show(f"    run {i + 1}: local {describe(ours)} | remote {describe(theirs)}, {theirs.n_reused} cached")
     reported = [t.n_reused / t.n_prompt for t in remote if t.n_reused is not None and t.n_prompt]
     local_ttft, remote_ttft = median([t.ttft_ms for t in local]), median([t.ttft_ms for t in remote])
+    cached = f"{median(reported):.1%}" if len(reported) == len(remote) else "not reported"
     show(
         f"(A) follow-up through our server, medians of {len(local)}: local {local_ttft:,.0f} ms, "
         f"remote (this llama-server) {remote_ttft:,.0f} ms, remote/local {remote_ttft / local_ttft:.2f}x; "
-        "cached fraction the server reported: "
-        + (f"{median(reported):.1%}" if len(reported) == len(remote) else "not reported")
+        f"cached fraction the server reported: {cached}"
     )
+    return [
+        (
+            "local (the model in our server)",
+            str(len(local)),
+            f"{local_ttft:,.0f} ms",
+            f"{median([t.n_evaluated for t in local]):,.0f}",
+            "-",
+            "1.00x",
+        ),
+        (
+            "remote (this llama-server)",
+            str(len(remote)),
+            f"{remote_ttft:,.0f} ms",
+            f"{median([t.n_evaluated for t in remote]):,.0f}",
+            cached,
+            f"{remote_ttft / local_ttft:.2f}x",
+        ),
+    ]
 
 
 def verdict(plan: Plan, met: bool, text: str) -> str:
@@ -477,25 +496,48 @@ def table(rows: Sequence[Sequence[str]]) -> None:
         show("  ".join(cells).rstrip())
 
 
+SCENARIO_HEADER = (
+    "scenario",
+    "N",
+    "llama-server TTFT",
+    "evaluated",
+    "ours TTFT",
+    "evaluated",
+    "ours / theirs",
+)
+
+
+def scenario_row(s: Scenario) -> tuple[str, ...]:
+    return (
+        s.label,
+        str(len(s.ours)),
+        f"{s.ttft('theirs'):,.0f} ms",
+        f"{s.evaluated('theirs'):,.0f}",
+        f"{s.ttft('ours'):,.0f} ms",
+        f"{s.evaluated('ours'):,.0f}",
+        f"{s.ttft('ours') / s.ttft('theirs'):.2f}x",
+    )
+
+
+def plain_row(ours: Scenario, plain: list[Turn]) -> tuple[str, ...]:
+    """(A) again, against the llama-server that runs without flash attention."""
+    ttft = median([t.ttft_ms for t in plain])
+    return (
+        f"{ours.label}, llama-server with -fa off",
+        str(len(plain)),
+        f"{ttft:,.0f} ms",
+        f"{median([t.n_evaluated for t in plain]):,.0f}",
+        f"{ours.ttft('ours'):,.0f} ms",
+        f"{ours.evaluated('ours'):,.0f}",
+        f"{ours.ttft('ours') / ttft:.2f}x",
+    )
+
+
 def show_scenarios(plan: Plan, results: list[Scenario], question_tokens: int) -> None:
     by_key = {s.key: s for s in results}
     met = goals(plan, by_key, question_tokens)
-    rows = [
-        ("scenario", "N", "llama-server TTFT", "evaluated", "ours TTFT", "evaluated", "ours/theirs", "goal")
-    ]
-    for key, s in by_key.items():
-        rows.append(
-            (
-                s.label,
-                str(len(s.ours)),
-                f"{s.ttft('theirs'):,.0f} ms",
-                f"{s.evaluated('theirs'):,.0f}",
-                f"{s.ttft('ours'):,.0f} ms",
-                f"{s.evaluated('ours'):,.0f}",
-                f"{s.ttft('ours') / s.ttft('theirs'):.2f}x",
-                met[key],
-            )
-        )
+    rows = [(*SCENARIO_HEADER, "goal")]
+    rows += [(*scenario_row(s), met[key]) for key, s in by_key.items()]
     show("")
     table(rows)
     show(
@@ -508,7 +550,7 @@ def show_scenarios(plan: Plan, results: list[Scenario], question_tokens: int) ->
 # ---- (item 6) cold prefill speed by chunk size ----------------------------------------------------
 
 
-def prefill_speeds(server: LlamaServer, plan: Plan) -> None:
+def prefill_speeds(server: LlamaServer, plan: Plan) -> report.Section:
     """Our engine opened once per chunk size (runs interleaved, so all see the same load), each run's
     prompt with a first line of its own; llama-server's raw /completion of the same prompts beside it."""
     engines = {
@@ -548,11 +590,44 @@ def prefill_speeds(server: LlamaServer, plan: Plan) -> None:
         runs = " ".join(f"{v:.0f}" for v in values)
         rows.append((label, str(len(values)), f"{median(values):.1f}", runs))
     table(rows)
+    return report.Section(
+        f"bench/prefill/{report.key_part(plan.model.name)}",
+        f"Cold prefill speed by chunk size ({plan.model.stem})",
+        run_of(plan),
+        [report.Table(("prefill", "N", "median tok/s"), [row[:3] for row in rows[1:]])],
+        about=f"Prompt tokens read per second on a prompt neither side has seen ({DOC_NAME}, {n_tokens:,} "
+        "tokens): our engine opened once per prefill chunk size, llama-server's raw `/completion` beside "
+        "it, runs interleaved so that all see the same load.",
+    )
+
+
+def run_of(plan: Plan) -> report.Run:
+    return report.Run.now(threads=THREADS, model=plan.model, figures=f"medians of {plan.runs}")
+
+
+BACKENDS_ABOUT = (
+    "(A) through our server over stdio LSP: the model in the server's own process, then this llama-server "
+    "as its remote backend. The cached fraction is what the server reported."
+)
+
+
+def versus_about(plan: Plan) -> str:
+    return (
+        "Time to first token (TTFT), on each client's side, with the number of prompt tokens each side "
+        "evaluated: our server driven over stdio LSP as an editor drives it, llama-server (built from the "
+        "same pinned llama.cpp, `--cache-prompt --cache-reuse 256 -fa on`) as a chat client drives it, "
+        f"resending the conversation and the file ({DOC_NAME}) with each question; answers of at most "
+        f"{plan.answer_tokens} tokens, greedy. llama-server keeps nothing across a restart, so its (R) is "
+        "(F)'s cold question."
+    )
 
 
 def run(
     plan: Plan, binary: Path, with_scenarios: bool, with_prefill: bool, with_backends: bool, with_typing: bool
-) -> None:
+) -> list[report.Section]:
+    """Runs the parts asked for, prints their details; returns the doc's sections of those that ran."""
+    sections: list[report.Section] = []
+    model = report.key_part(plan.model.name)
     with (
         tempfile.TemporaryDirectory(prefix="llama-lsp-versus-") as tmp,
         LlamaServer.running(binary, plan, Path(tmp)) as server,
@@ -575,12 +650,36 @@ def run(
                 f"ours/that {results[0].ttft('ours') / plain_ttft:.2f}x. Our engine runs "
                 "without it on a CPU (native/src/api.cpp says why); the goal's llama-server has it."
             )
+            rows = [scenario_row(s) for s in results] + [plain_row(results[0], plain)]
+            sections.append(
+                report.Section(
+                    f"bench/versus/{model}",
+                    f"Our server against llama-server ({plan.model.stem})",
+                    run_of(plan),
+                    [report.Table(SCENARIO_HEADER, rows)],
+                    about=versus_about(plan),
+                )
+            )
         if with_backends:
             show("\nour server on its two backends: the model in its process, and this llama-server")
-            show_backends(asyncio.run(backends(server, plan, Path(tmp))))
+            rows = show_backends(asyncio.run(backends(server, plan, Path(tmp))))
+            sections.append(
+                report.Section(
+                    f"bench/backends/{model}",
+                    f"A follow-up through our server, on each backend ({plan.model.stem})",
+                    run_of(plan),
+                    [
+                        report.Table(
+                            ("backend", "N", "TTFT", "evaluated", "cached (reported)", "vs local"), rows
+                        )
+                    ],
+                    about=BACKENDS_ABOUT,
+                )
+            )
         if with_prefill:
-            prefill_speeds(server, plan)
+            sections.append(prefill_speeds(server, plan))
         if with_typing:
             from . import completion  # it imports this module
 
-            completion.run(plan, server, Path(tmp))
+            sections.append(completion.run(plan, server, Path(tmp)))
+    return sections

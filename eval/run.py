@@ -12,6 +12,11 @@ temporary copy of the task, and the copy is checked:
   the task's mutants (realistic bugs) they catch.
 
 The model's code runs only inside those temporary copies. Prints one row per task and the totals.
+
+Each kind whose tasks the run covered all of (every Document task, every Fix task, ...) replaces its
+section of docs/quality.md, keyed by the kind, the check (`--verify`) and the model (harness/report.py):
+a run of some of a kind's tasks (`--tasks 'fix_*'`) writes nothing for that kind, since its share of
+right edits would read as the whole's. `--no-docs` writes nothing.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from typing import Any
 from pygls.exceptions import JsonRpcException
 from pygls.uris import to_fs_path
 
+from harness import report as docs
 from harness.eval_tasks import TASKS, Task
 from lsp_server.assistant.edits import unified_diff
 from lsp_server.assistant.rewrite import python_code_changed
@@ -60,6 +66,8 @@ class Outcome:
     n_evaluated: int = 0
     verified: bool | None = None  # the server's own check (with --verify): None when nothing was checked
     checks: int = 0  # how many times the server ran it
+    mutants: int = 0  # tests: the task's mutants, and how many its passing tests catch
+    caught: int = 0
     diff: str = ""  # what the edit changes, for reading the failures afterwards (--json)
 
 
@@ -212,6 +220,7 @@ def check_tests(task: Task, workdir: Path, after: dict[str, str], outcome: Outco
         module.write_text(mutated, encoding="utf-8")
         caught += pytest(workdir, *names).returncode != 0
     module.write_text(original, encoding="utf-8")
+    outcome.mutants, outcome.caught = len(mutants), caught
     outcome.detail = f"{last_line(result)}; caught {caught} of {len(mutants)} mutants"
 
 
@@ -343,6 +352,12 @@ def main() -> int:
     parser.add_argument(
         "--jobs", type=int, default=1, help="tasks run at once, each with its own server (mind --threads)"
     )
+    parser.add_argument(
+        "--no-docs",
+        action="store_true",
+        help="write nothing to docs/quality.md (by default each kind whose tasks all ran replaces its "
+        "section there)",
+    )
     args = parser.parse_args()
     tasks = [Task.load(d) for d in sorted(TASKS.glob(args.tasks)) if (d / "task.json").is_file()]
     if args.write_tests_from_fixes:
@@ -369,7 +384,111 @@ def main() -> int:
     print_table(outcomes)
     if args.json:
         args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=2))
+    if not args.no_docs:
+        every = [Task.load(d) for d in sorted(TASKS.iterdir()) if (d / "task.json").is_file()]
+        if args.write_tests_from_fixes:
+            every = [task.as_write_tests() for task in every if task.kind == "fix"]
+        complete = complete_kinds(outcomes, every)
+        docs.write(
+            docs.QUALITY, doc_sections([o for o in outcomes if o.kind in complete], args), "`make eval`"
+        )
+        partial = sorted({o.kind for o in outcomes} - complete)
+        if partial:
+            print(
+                f"docs/quality.md: nothing written for {', '.join(partial)}: not every task of the kind ran"
+            )
     return 0
+
+
+KIND_TITLES = {"fix": "Fix", "document": "Document", "tests": "Write tests"}
+CHECK_TITLES = {
+    None: "unchecked",
+    "task": "checked with the task's own tests",
+    "auto": 'checked with `"auto"` (the default)',
+}
+JUDGED = {
+    "fix": "Right: an edit came back, it applies, parses, and the task's tests pass.",
+    "document": "Right: every line of code is kept (the syntax tree without docstrings is the same), the "
+    "symbol has a docstring, and the task's tests still pass.",
+    "tests": "Right: the new test file is collected and passes on the module as it is; a mutant is one of "
+    "the task's realistic bugs, caught when the file's tests fail on it.",
+}
+ABOUT = (
+    "Each task is a small module written for this project (eval/README.md). One server per task, with a "
+    "fresh cache; the action is resolved as an editor resolves it and its WorkspaceEdit applied to a copy. "
+    "Said verified: the server's own check passed. Seconds: the whole task (the server's start, the "
+    "model's load, the action), and the action alone, from its request to its result."
+)
+
+
+def complete_kinds(outcomes: list[Outcome], every: list[Task]) -> set[str]:
+    """The kinds whose every task ran."""
+    ran = {o.task for o in outcomes}
+    return {
+        kind for kind in {o.kind for o in outcomes} if all(t.name in ran for t in every if t.kind == kind)
+    }
+
+
+def doc_sections(outcomes: list[Outcome], args: argparse.Namespace) -> list[docs.Section]:
+    """docs/quality.md's section for each kind among outcomes: its totals, the tasks whose edit was right."""
+    sections = []
+    from_fixes = args.write_tests_from_fixes
+    for kind, title in KIND_TITLES.items():
+        chosen = [o for o in outcomes if o.kind == kind]
+        if not chosen:
+            continue
+        label = "tests-from-fixes" if from_fixes else kind
+        key = f"eval/{label}/{'unchecked' if args.verify is None else args.verify}"
+        if args.model != models.DEFAULT_MODEL:
+            key += f"/{docs.key_part(args.model)}"
+        if from_fixes:
+            title = "Write tests on the Fix tasks' fixed modules (the bug is the mutant)"
+        header = [
+            "tasks",
+            "an edit",
+            "applies",
+            "parses",
+            "right",
+            "said verified",
+            "median s",
+            "median s, action",
+        ]
+        n = len(chosen)
+        passed = sum(o.passed for o in chosen)
+        row = [
+            str(n),
+            str(sum(o.edit for o in chosen)),
+            str(sum(o.applies for o in chosen)),
+            str(sum(o.parses for o in chosen)),
+            f"{passed} ({passed / n:.0%})",
+            str(sum(o.verified is True for o in chosen)) if args.verify else "-",
+            f"{statistics.median(o.seconds for o in chosen):.0f}",
+            f"{statistics.median(o.action_seconds for o in chosen):.0f}",
+        ]
+        if kind == "tests":
+            header.append("catch a mutant")
+            row.append(str(sum(o.passed and o.caught > 0 for o in chosen)))
+        notes = [
+            "asked once the file was in the cache (--warm-first)" if args.warm_first else "asked cold",
+            f"{args.jobs} tasks at once" if args.jobs > 1 else "one task at a time",
+        ]
+        right = ", ".join(o.task for o in chosen if o.passed) or "none"
+        sections.append(
+            docs.Section(
+                key,
+                f"{title}, {CHECK_TITLES[args.verify]}",
+                docs.Run.now(
+                    threads=args.threads,
+                    model=args.model,
+                    figures="one run of each task",
+                    notes="; ".join(notes),
+                ),
+                [docs.Table(header, [row])],
+                about=f"{JUDGED[kind]} {ABOUT}",
+                lines=[f"Right: {right}."],
+            )
+        )
+    return sections
 
 
 def report(task: Task, outcome: Outcome) -> None:

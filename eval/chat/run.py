@@ -16,7 +16,9 @@ streamed text, the tool calls (name, arguments, the result's first line), second
 - repeated: tool calls identical (name and arguments) to an earlier call that failed or found nothing.
 
 Prints one row per case and the totals; --json writes every record (after each case, so a long run that
-stops keeps what it did).
+stops keeps what it did). A run of every case on this checkout's server replaces its section of
+docs/quality.md (harness/report.py), keyed by the model; a run of some cases (`--cases`), or of another
+server (`--server-command`, `--server-cwd`), writes nothing there, nor does one with `--no-docs`.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from typing import Any
 from pygls.exceptions import JsonRpcException
 from snapshots import CACHE, MIRRORS, MissingMirror, Repo, load_cases
 
+from harness import report
 from lsp_server.clients.headless import HeadlessClient
 from lsp_server.engine import models
 from lsp_server.lsp import protocol
@@ -268,6 +271,50 @@ def print_totals(outcomes: list[Outcome]) -> None:
     )
 
 
+ABOUT = (
+    "Each case is a commit of a public repository; the workspace is the repository at its parent, no file "
+    "is open, and the question asks which source file implements what the commit's subject describes "
+    "(eval/chat/README.md). Right: the answer names a file the commit changed. Markup: chat-template "
+    "markup in the answer or the streamed text. Repeated: tool calls identical to an earlier one that "
+    "failed or found nothing. One server per case, asked once its workspace index is built."
+)
+
+
+def doc_section(outcomes: list[Outcome], args: argparse.Namespace) -> report.Section:
+    """The totals per repository and for all, as docs/quality.md's section."""
+    groups = {
+        repo: [o for o in outcomes if o.repo == repo] for repo in dict.fromkeys(o.repo for o in outcomes)
+    }
+    groups["all"] = outcomes
+    rows = [
+        (
+            name,
+            str(len(found)),
+            f"{sum(o.right for o in found)} ({sum(o.right for o in found) / len(found):.0%})",
+            str(sum(o.empty for o in found)),
+            str(sum(o.markup for o in found)),
+            str(sum(o.repeated for o in found)),
+            str(sum(bool(o.error) for o in found)),
+            f"{statistics.median(o.seconds for o in found):.0f}",
+        )
+        for name, found in groups.items()
+    ]
+    key = "eval-chat" if args.model == models.DEFAULT_MODEL else f"eval-chat/{report.key_part(args.model)}"
+    return report.Section(
+        key,
+        "Chat about a whole repository, no file open",
+        report.Run.now(threads=args.threads, model=args.model, figures="one run of each case"),
+        [
+            report.Table(
+                ("repository", "cases", "right", "empty", "markup", "repeated calls", "errors", "median s"),
+                rows,
+            )
+        ],
+        about=ABOUT + " Seconds: the question alone, from its request to its answer.",
+        lines=[f"Right: {', '.join(o.case for o in outcomes if o.right) or 'none'}."],
+    )
+
+
 def write_json(path: Path, args: argparse.Namespace, command: list[str], outcomes: list[Outcome]) -> None:
     report = {
         "model": args.model,
@@ -313,8 +360,15 @@ def main() -> int:
         "--mirrors", type=Path, default=MIRRORS, help=f"the repositories' mirrors ({MIRRORS})"
     )
     parser.add_argument("--snapshots", type=Path, default=CACHE, help=f"where the workspaces go ({CACHE})")
+    parser.add_argument(
+        "--no-docs",
+        action="store_true",
+        help="write nothing to docs/quality.md (by default a run of every case on this checkout's server "
+        "replaces its section there)",
+    )
     args = parser.parse_args()
-    cases = [case for case in load_cases() if fnmatch.fnmatch(case["id"], args.cases)]
+    every = load_cases()
+    cases = [case for case in every if fnmatch.fnmatch(case["id"], args.cases)]
     if not cases:
         print(f"no cases match {args.cases!r} in {HERE / 'cases.json'}", file=sys.stderr)
         return 2
@@ -338,6 +392,11 @@ def main() -> int:
         if args.json:
             write_json(args.json, args, command, outcomes)
     print_totals(outcomes)
+    default_server = args.server_command == parser.get_default("server_command") and args.server_cwd is None
+    if not args.no_docs and len(cases) == len(every) and default_server:
+        report.write(report.QUALITY, [doc_section(outcomes, args)], "`make eval-chat`")
+    elif not args.no_docs:
+        print("docs/quality.md: nothing written: some cases, or another server than this checkout's")
     return 0
 
 

@@ -22,7 +22,10 @@ the .py ones (docs and changelogs, which often repeat a subject's words, left ou
 
 Prints one row per case (the rank of the first gold file per ranker, `-` past RANKED), then one table,
 rankers side by side, per repository, for the chat eval's 30 cases, and for all; then the timings.
---json writes every case's ranks and top files, every build's counts and times, and the table.
+--json writes every case's ranks and top files, every build's counts and times, and the table. A run of
+every case with this checkout's index replaces its section of docs/quality.md (harness/report.py; one
+section with the baselines over every file, one with `--baselines-py`); a run of some cases, of another
+index or of none writes nothing there, nor does one with `--no-docs`.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ sys.path.insert(0, str(HERE.parent / "chat"))
 
 from choose import PULL_REQUEST  # noqa: E402  (eval/chat/choose.py)
 from snapshots import CACHE, MIRRORS, MissingMirror, Repo  # noqa: E402
+
+from harness import report  # noqa: E402
 
 CASES = HERE / "cases.json"
 INDEX = "lsp_server.assistant.codebase:CodebaseIndex"
@@ -307,6 +312,73 @@ def timings(builds: Sequence[Build], results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
+ABOUT = (
+    "Each case is a commit of a public repository: the query is its subject, the workspace the repository "
+    "at its parent, the gold answer the source files it changed (eval/codebase/README.md). Hit@1 and "
+    "Hit@5: a gold file ranked first, or in the first five; MRR: the mean of 1/rank of the first gold "
+    "file (0 past the tenth). grep ranks files by the distinct query words they hold, bm25 whole files "
+    "by Okapi BM25; {baselines}. No model. Times are medians per repository; the first query builds "
+    "the ranker."
+)
+
+
+def doc_section(
+    summary: dict[str, Any],
+    rankers: Sequence[str],
+    builds: Sequence[Build],
+    results: Sequence[Result],
+    py: bool,
+) -> report.Section:
+    """The rankers side by side per repository and for all, and the index's timings, as the doc's section."""
+    header = ["repository", "cases"] + [
+        f"{name} {score}" for name in rankers for score in ("Hit@1", "Hit@5", "MRR")
+    ]
+    rows = [
+        [group, str(found["n"])]
+        + [f"{found[name][score]:.2f}" for name in rankers for score in ("hit1", "hit5", "mrr")]
+        for group, found in summary.items()
+        if group != "index_chunks"
+    ]
+    timing_rows = []
+    for repo in dict.fromkeys(b.repo for b in builds):
+        bs = [b for b in builds if b.repo == repo]
+        rs = [r for r in results if r.repo == repo]
+        t_build = [b.t_build_s for b in bs if b.t_build_s is not None]
+        timing_rows.append(
+            [
+                repo,
+                str(len(bs)),
+                p50([b.n_files for b in bs]),
+                p50([b.n_chunks for b in bs]),
+                p50(t_build),
+                f"{max(t_build):.1f}" if t_build else "-",
+                *(p50([r.t_query_ms.get(name) for r in rs]) for name in ("index_first", "index", *BASELINES)),
+            ]
+        )
+    timing_header = (
+        "repository", "builds", "files", "chunks", "build s", "slowest build s", "first query ms",
+        "query ms", "grep ms", "bm25 ms",
+    )  # fmt: skip
+    lines = []
+    if "index_chunks" in summary:
+        chunks = summary["index_chunks"]
+        lines.append(
+            f"The index at the chunk level (a hit overlaps a line the commit changed): Hit@1 "
+            f"{chunks['hit1']:.2f}, Hit@5 {chunks['hit5']:.2f}."
+        )
+    baselines = (
+        "both over the .py files alone (`--baselines-py`)" if py else "both over every file the index sees"
+    )
+    return report.Section(
+        "eval-codebase/baselines-py" if py else "eval-codebase",
+        "The workspace index against grep and BM25" + (" over .py files" if py else ""),
+        report.Run.now(threads=1, model="none", figures="one run of each case"),
+        [report.Table(header, rows), report.Table(timing_header, timing_rows)],
+        about=ABOUT.format(baselines=baselines),
+        lines=lines,
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -322,9 +394,16 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write every case's ranks, the builds and the table")
     parser.add_argument("--mirrors", type=Path, default=MIRRORS, help=f"where the mirrors are ({MIRRORS})")
     parser.add_argument("--snapshots", type=Path, default=CACHE, help=f"where the workspaces go ({CACHE})")
+    parser.add_argument(
+        "--no-docs",
+        action="store_true",
+        help="write nothing to docs/quality.md (by default a run of every case with this checkout's index "
+        "replaces its section there)",
+    )
     args = parser.parse_args()
 
-    cases = [case for case in json.loads(CASES.read_text()) if fnmatch.fnmatch(case["id"], args.cases)]
+    every = json.loads(CASES.read_text())
+    cases = [case for case in every if fnmatch.fnmatch(case["id"], args.cases)]
     if not cases:
         raise SystemExit(f"no case matches {args.cases!r}")
     index_class = None if args.no_index else load_index_class(args.index)
@@ -366,6 +445,13 @@ def main() -> int:
         f"\n{len(builds)} snapshots for {len(results)} cases; index build and first query "
         f"(any lazy work) once per snapshot\n{timings(builds, results)}"
     )
+    if args.no_docs:
+        pass
+    elif len(cases) == len(every) and index_class is not None and args.index == INDEX:
+        section = doc_section(summary, rankers, builds, results, args.baselines_py)
+        report.write(report.QUALITY, [section], "`make eval-codebase`")
+    else:
+        print("docs/quality.md: nothing written: some cases, or another index than this checkout's, or none")
     if args.json:
         args.json.write_text(
             json.dumps(
