@@ -5,7 +5,7 @@ stand-in for llama-server. It drips deltas forever, sends only keep-alives, stre
 Each request must end within its deadline (RemoteConfig.deadline_s) + 1 s, grow this process's peak RSS by
 less than 64 MB (VmHWM, reset through /proc/self/clear_refs before the request, against VmRSS then),
 spend under 0.2 s of the event loop's thread in delta handling for 8,000 deltas (thread CPU time around
-each `_Answer.add`), and show no message longer than 4 KB and no key or password: not in the error,
+each `StreamedAnswer.add`), and show no message longer than 4 KB and no key or password: not in the error,
 not in any log record, not in the status or the server's log (through a real language server).
 
 The hostile server runs in its own process (`python -m tests.test_remote_hostile`), so that its memory
@@ -316,14 +316,14 @@ async def test_credentials_in_the_url_are_sent_and_never_shown(
 async def test_8000_deltas_take_linear_time(hostile_port: int, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv(KEY_ENV, KEY)
     spent = [0.0]
-    add = remote._Answer.add
+    add = remote.StreamedAnswer.add
 
     def timed_add(self: Any, chunk: dict[str, Any], elapsed_s: float) -> None:
         started = time.thread_time()  # CPU time of the event loop's thread
         add(self, chunk, elapsed_s)
         spent[0] += time.thread_time() - started
 
-    monkeypatch.setattr(remote._Answer, "add", timed_add)
+    monkeypatch.setattr(remote.StreamedAnswer, "add", timed_add)
     engine = engine_for(hostile_port, "many_deltas")
     pieces: list[str] = []
     try:

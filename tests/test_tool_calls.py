@@ -237,14 +237,14 @@ engine = types.ModuleType("lsp_server.engine")
 engine.__path__ = [str(Path(lsp_server.__file__).parent / "engine")]
 sys.modules["lsp_server.engine"] = engine
 from lsp_server.engine.api import ChatRequest, ToolCall
-from lsp_server.engine.remote import _Answer
+from lsp_server.engine.remote import StreamedAnswer
 
 assert "lsp_server.engine.native" not in sys.modules, "remote imports native"
 assert "cffi" not in sys.modules, "remote imports cffi"
 
 tools = [{"type": "function", "function": {"name": "edit", "parameters": {}}}]
 pieces = []
-answer = _Answer(ChatRequest(messages=[], tools=tools), pieces.append)
+answer = StreamedAnswer(ChatRequest(messages=[], tools=tools), pieces.append)
 text = 'Sure.\\n```json\\n{"name": "edit", "arguments": {"path": "a.py"}}\\n```'
 for at in range(0, len(text), 3):  # chunks as the stream carries them
     finish_reason = "stop" if at + 3 >= len(text) else None
