@@ -126,17 +126,18 @@ eval-codebase: setup ## The workspace index's file ranking vs grep and BM25 (eva
 	timeout $(T_EVAL) $(BIN)/python eval/codebase/run.py $(CODEBASE_EVAL_ARGS)
 
 lint: setup ## ruff and mypy
-	$(BIN)/ruff check lsp_server tests bench eval harness native/fetch_llama_cpp.py
-	$(BIN)/ruff format --check lsp_server tests bench eval harness native/fetch_llama_cpp.py
+	$(BIN)/ruff check lsp_server dev tests bench eval harness native/fetch_llama_cpp.py
+	$(BIN)/ruff format --check lsp_server dev tests bench eval harness native/fetch_llama_cpp.py
 	$(BIN)/mypy
 
 format: setup ## Apply ruff's fixes and formatting
-	$(BIN)/ruff check --fix lsp_server tests bench eval harness native/fetch_llama_cpp.py
-	$(BIN)/ruff format lsp_server tests bench eval harness native/fetch_llama_cpp.py
+	$(BIN)/ruff check --fix lsp_server dev tests bench eval harness native/fetch_llama_cpp.py
+	$(BIN)/ruff format lsp_server dev tests bench eval harness native/fetch_llama_cpp.py
 
-# tests/test_settings_declared.py fails until this has run after a change to lsp_server/lsp/settings.py.
-generate: setup ## Write what the settings' declarations generate: package.json, serverSettings.ts, Lua, docs
-	$(BIN)/python -m lsp_server.lsp.settings_docs
+# tests/test_settings_declared.py and test_protocol_generated.py fail until this has run after a change to
+# the declarations: lsp_server/lsp/settings.py, protocol.py, protocol_shapes.py, or the action table.
+generate: setup ## Write what the settings' and protocol's declarations generate: editors' modules, package.json, docs
+	$(BIN)/python -m dev.generate
 
 clean: ## Remove the venv, build directories and node_modules (keeps downloaded models, sources and tools)
 	rm -rf $(VENV) build $(VSCODE)/node_modules $(VSCODE)/dist $(VSCODE)/out $(VSIX) $(VSCODE)/e2e/node_modules $(VSCODE)/server dist

@@ -1,6 +1,7 @@
 """The code action kinds are declared once, in lsp_server/assistant/actions/; everything else that lists
-them is held to that table here: the protocol, the CLI, the VS Code extension (its ActionKind type, its
-command table and package.json) and the docs that name each action.
+them is held to that table here: the protocol, the CLI, the editors' generated protocol modules (VS Code's
+ActionKind type and command table, package.json's commands and menu, Neovim's action list) and the docs
+that name each action.
 
 No model and no server: the editors' sources are read and parsed as text.
 """
@@ -23,7 +24,7 @@ from lsp_server.lsp import code_actions, protocol
 
 ROOT = Path(__file__).resolve().parent.parent
 TS_PROTOCOL = ROOT / "editors" / "vscode" / "src" / "protocol.ts"
-TS_CODE_ACTIONS = ROOT / "editors" / "vscode" / "src" / "codeActions.ts"
+LUA_PROTOCOL = ROOT / "editors" / "nvim" / "lua" / "llama_lsp" / "protocol.lua"
 PACKAGE_JSON = ROOT / "editors" / "vscode" / "package.json"
 DOC = ROOT / "docs" / "protocol.md"
 NVIM_DOC = ROOT / "editors" / "nvim" / "doc" / "llama_lsp.txt"
@@ -98,7 +99,7 @@ def test_the_cli_offers_every_kind_and_no_other() -> None:
         parser.parse_args(["ask", "file.py", "question", "--action", "nope"])
 
 
-# --- the VS Code extension ------------------------------------------------------------------------
+# --- the editors ---------------------------------------------------------------------------------
 
 
 def ts_action_kinds() -> list[str]:
@@ -109,62 +110,72 @@ def ts_action_kinds() -> list[str]:
 
 
 def ts_action_commands() -> dict[str, dict[str, object]]:
-    """codeActions.ts's ACTION_COMMANDS: command id -> its fields (strings and booleans)."""
-    text = TS_CODE_ACTIONS.read_text(encoding="utf-8")
+    """protocol.ts's ACTION_COMMANDS: command id -> its fields (strings and booleans)."""
+    text = TS_PROTOCOL.read_text(encoding="utf-8")
     match = re.search(
         r"^export const ACTION_COMMANDS\b[^=]*=\s*\{(.*?)^\};", text, flags=re.MULTILINE | re.DOTALL
     )
-    assert match, f"{rel(TS_CODE_ACTIONS)}: no `export const ACTION_COMMANDS = {{...}};`"
+    assert match, f"{rel(TS_PROTOCOL)}: no `export const ACTION_COMMANDS = {{...}};`"
     commands = {}
     for command, body in re.findall(r"'([\w.]+)':\s*\{([^}]*)\}", match.group(1)):
         fields = re.findall(r"(\w+):\s*(?:'([^']*)'|(true|false))", body)
         commands[command] = {
             key: value if boolean == "" else boolean == "true" for key, value, boolean in fields
         }
-    assert commands, f"{rel(TS_CODE_ACTIONS)}: ACTION_COMMANDS has no entries the parser reads"
+    assert commands, f"{rel(TS_PROTOCOL)}: ACTION_COMMANDS has no entries the parser reads"
     return commands
 
 
 def test_the_typescript_action_kind_is_the_tables() -> None:
     assert sorted(ts_action_kinds()) == sorted(NAMES), (
-        f"ActionKind in {rel(TS_PROTOCOL)}: {ts_action_kinds()}; lsp_server/assistant/actions.py: {NAMES}"
+        f"ActionKind in {rel(TS_PROTOCOL)}: {ts_action_kinds()}; lsp_server/assistant/actions: {NAMES}"
     )
 
 
 def test_the_vscode_commands_are_the_tables_actions() -> None:
     commands = ts_action_commands()
     kinds = [fields.get("kind") for fields in commands.values()]
-    assert kinds == NAMES, f"ACTION_COMMANDS in {rel(TS_CODE_ACTIONS)} run {kinds}; the table has {NAMES}"
+    assert kinds == NAMES, f"ACTION_COMMANDS in {rel(TS_PROTOCOL)} run {kinds}; the table has {NAMES}"
     wrong = []
     for command, fields in commands.items():
         action = BY_NAME[str(fields["kind"])]
         expected = {
             "kind": action.name,
             "title": action.title,
+            "lspKind": action.lsp_kind,
             "answers": action.output is Output.ANSWER,
             "forDiagnostics": action.for_diagnostics,
         }
         actual = {key: fields.get(key, False) for key in expected}
         if actual != expected:
-            wrong.append(f"{command}: {actual} in {rel(TS_CODE_ACTIONS)}, the table: {expected}")
+            wrong.append(f"{command}: {actual} in {rel(TS_PROTOCOL)}, the table: {expected}")
     assert not wrong, "\n".join(wrong)
 
 
-def test_every_vscode_action_command_is_contributed_and_in_the_menu() -> None:
+def test_every_vscode_action_command_is_contributed_with_its_title_and_in_the_menu() -> None:
     manifest = json.loads(PACKAGE_JSON.read_text(encoding="utf-8"))
     contributed = {c["command"]: c["title"] for c in manifest["contributes"]["commands"]}
     in_menu = {entry.get("command") for entry in manifest["contributes"]["menus"]["llamaLsp.editor"]}
     wrong = []
     for command, fields in ts_action_commands().items():
+        # Exactly the title the server offers the action under: the palette and the lightbulb agree.
         title = f"Llama: {BY_NAME[str(fields['kind'])].title}"
-        # The command palette's titles are in title case, as VS Code's own are ("Write Tests").
-        if contributed.get(command, "").casefold() != title.casefold():
+        if contributed.get(command) != title:
             wrong.append(
                 f"{command}: title {contributed.get(command)!r} in {rel(PACKAGE_JSON)}, want {title!r}"
             )
         if command not in in_menu:
             wrong.append(f"{command}: not in the llamaLsp.editor menu of {rel(PACKAGE_JSON)}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_neovim_action_list_is_the_tables() -> None:
+    text = LUA_PROTOCOL.read_text(encoding="utf-8")
+    match = re.search(r"^  ACTIONS = \{\n(.*?)^  \},", text, flags=re.MULTILINE | re.DOTALL)
+    assert match, f"{rel(LUA_PROTOCOL)}: no `ACTIONS = {{...}}`"
+    listed = [dict(re.findall(r'(\w+) = "([^"]*)"', entry)) for entry in match.group(1).split("},")[:-1]]
+    expected = [{"kind": a.name, "title": a.title, "lsp_kind": a.lsp_kind} for a in ACTIONS]
+    assert listed == expected
 
 
 # --- the docs -------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """docs/protocol.md against the code: the custom names, the settings and the stats fields it documents are
-the ones lsp_server/protocol.py, the VS Code extension and the Neovim plugin declare, and the reverse.
+the ones lsp_server/lsp/protocol.py, the VS Code extension and the Neovim plugin declare, and the reverse.
+The doc's tables and the editors' protocol modules are generated (tests/test_protocol_generated.py holds
+them and the declared payloads to the server); this holds the prose written around them.
 
 No model and no server: the files are read and parsed as text, so this runs in well under a second.
 """
@@ -243,50 +245,3 @@ def test_the_documented_totals_are_the_servers() -> None:
         f"`totals` in the {protocol.STATS} section of {rel(DOC)}: {documented}; "
         f"turns.StatsBook.totals_json produces {server}"
     )
-
-
-def ts_interface(name: str) -> str:
-    text = TS_PROTOCOL.read_text(encoding="utf-8")
-    match = re.search(rf"^export interface {name}\b[^{{]*\{{(.*?)^\}}", text, flags=re.MULTILINE | re.DOTALL)
-    assert match, f"{rel(TS_PROTOCOL)}: no `export interface {name}`"
-    return match.group(1)
-
-
-def ts_fields(body: str) -> list[str]:
-    """The member names of an interface body (comment lines start with `*` or `/`, and are skipped)."""
-    return re.findall(r"^\s*(\w+)\??\s*:", body, flags=re.MULTILINE)
-
-
-def ts_stats_type() -> str:
-    """The interface ChatResult's `stats` has (TurnStats today)."""
-    match = re.search(r"^\s*stats\??:\s*(\w+)\s*;", ts_interface("ChatResult"), flags=re.MULTILINE)
-    assert match, f"{rel(TS_PROTOCOL)}: ChatResult declares no `stats: <Type>;`"
-    return match.group(1)
-
-
-def test_the_typescript_stats_type_has_the_servers_fields() -> None:
-    stats_type = ts_stats_type()
-    declared = ts_fields(ts_interface(stats_type))
-    server = server_stats_keys()
-    missing = sorted(set(server) - set(declared))
-    assert not missing, f"stats fields missing from `{stats_type}` in {rel(TS_PROTOCOL)}: {missing}"
-    unknown = sorted(set(declared) - set(server))
-    assert not unknown, f"fields of `{stats_type}` in {rel(TS_PROTOCOL)} that stats_json lacks: {unknown}"
-
-
-def test_the_typescript_last_stats_are_the_chat_stats() -> None:
-    stats_type = ts_stats_type()
-    for interface in ("StatusParams", "StatsResult"):
-        match = re.search(r"^\s*lastStats\??:\s*(\w+)", ts_interface(interface), flags=re.MULTILINE)
-        assert match and match.group(1) == stats_type, (
-            f"{interface}.lastStats in {rel(TS_PROTOCOL)} is not `{stats_type}` (the chat result's stats)"
-        )
-
-
-def test_the_typescript_totals_are_among_the_servers() -> None:
-    """A client may read fewer of the totals than the server sends, but none that it does not send."""
-    match = re.search(r"^\s*totals:\s*\{(.*?)\}", ts_interface("StatsResult"), flags=re.MULTILINE | re.DOTALL)
-    assert match, f"{rel(TS_PROTOCOL)}: StatsResult declares no `totals: {{...}}`"
-    declared = ts_fields(match.group(1))
-    unknown = sorted(set(declared) - set(StatsBook().totals_json()))
-    assert not unknown, f"StatsResult.totals in {rel(TS_PROTOCOL)} has fields the server lacks: {unknown}"

@@ -1,5 +1,5 @@
 """Each setting is declared once (lsp_server/lsp/settings.py); what is generated from the declarations
-(settings_docs.py, `make generate`) is current, and what the editors write by hand around it agrees.
+(dev/generate/settings.py, `make generate`) is current, and what the editors write by hand around it agrees.
 
 No model and no server: files are rendered and read as text.
 """
@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.lsp import settings, settings_docs
+from dev import generate
+from dev.generate import settings as settings_generator
+from lsp_server.lsp import settings
 
 ROOT = Path(__file__).resolve().parent.parent
-GENERATED = settings_docs.render_all()
 NUMBERS = [spec for spec in settings.SPECS if spec.bounds is not None]
 
 
@@ -23,16 +24,26 @@ def rel(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
-@pytest.mark.parametrize("path", list(GENERATED), ids=rel)
-def test_the_generated_file_is_current(path: Path) -> None:
+def assert_current(path: Path, generated: str) -> None:
+    """The file on disk is what the declarations generate (tests/test_protocol_generated.py uses it too)."""
     on_disk = path.read_text(encoding="utf-8") if path.exists() else ""
-    if on_disk != GENERATED[path]:
+    if on_disk != generated:
         diff = difflib.unified_diff(
-            on_disk.splitlines(), GENERATED[path].splitlines(), "on disk", "declared", lineterm="", n=1
+            on_disk.splitlines(), generated.splitlines(), "on disk", "declared", lineterm="", n=1
         )
         pytest.fail(
             f"{rel(path)} is stale: run `make generate`.\n" + "\n".join(list(diff)[:60]), pytrace=False
         )
+
+
+@pytest.fixture(scope="module")
+def generated() -> dict[Path, str]:
+    return generate.render_all()
+
+
+@pytest.mark.parametrize("path", settings_generator.FILES, ids=rel)
+def test_the_generated_file_is_current(path: Path, generated: dict[Path, str]) -> None:
+    assert_current(path, generated[path])
 
 
 @pytest.mark.parametrize("spec", settings.SPECS, ids=lambda spec: spec.wire)
@@ -57,19 +68,19 @@ def test_a_number_is_taken_within_its_bounds_and_refused_past_them(spec: setting
 
 def test_a_reference_to_no_setting_is_refused() -> None:
     with pytest.raises(ValueError, match="#contextSise#"):
-        settings_docs.markdown("slots of `#contextSise#` tokens")
+        settings_generator.markdown("slots of `#contextSise#` tokens")
 
 
 def test_the_neovim_plugin_sends_the_settings_it_leaves_out_of_init_options() -> None:
     """The annotations and help leave out the settings that server_settings() takes from the `completion`
     options; it must set each of them."""
-    text = settings_docs.LUA_CONFIG.read_text(encoding="utf-8")
+    text = settings_generator.LUA_CONFIG.read_text(encoding="utf-8")
     body = re.search(r"^function M\.server_settings\(\)\n(.*?)^end$", text, flags=re.MULTILINE | re.DOTALL)
-    assert body, f"{rel(settings_docs.LUA_CONFIG)}: no `function M.server_settings()`"
+    assert body, f"{rel(settings_generator.LUA_CONFIG)}: no `function M.server_settings()`"
     from_completion = re.findall(
         r"^\s*settings\.(\w+) = .*M\.options\.completion\.", body.group(1), re.MULTILINE
     )
-    assert sorted(from_completion) == sorted(settings_docs.NVIM_FROM_COMPLETION_OPTIONS)
+    assert sorted(from_completion) == sorted(settings_generator.NVIM_FROM_COMPLETION_OPTIONS)
 
 
 def declared_fields(text: str, pattern: str) -> dict[str, bool]:
@@ -78,13 +89,14 @@ def declared_fields(text: str, pattern: str) -> dict[str, bool]:
 
 
 def test_the_editors_remote_backend_types_have_the_declared_shape() -> None:
+    """The generated types of a remote `backend` (serverSettings.ts, config.lua) have the schema's members."""
     schema = settings.BACKEND_SCHEMA
     declared = {name: name not in schema["required"] for name in schema["properties"]}
-    ts = (ROOT / "editors" / "vscode" / "src" / "protocol.ts").read_text(encoding="utf-8")
+    ts = settings_generator.TS_SETTINGS.read_text(encoding="utf-8")
     interface = re.search(r"^export interface RemoteBackend \{\n(.*?)^\}", ts, flags=re.MULTILINE | re.DOTALL)
-    assert interface, "protocol.ts declares no `export interface RemoteBackend`"
+    assert interface, f"{rel(settings_generator.TS_SETTINGS)} declares no `export interface RemoteBackend`"
     assert declared_fields(interface.group(1), r"^  (\w+)(\??):") == declared
-    lua = settings_docs.LUA_CONFIG.read_text(encoding="utf-8")
-    cls = re.search(r"^---@class llama_lsp\.RemoteBackend\n((?:---@field .*\n)+)", lua, flags=re.MULTILINE)
+    lua = settings_generator.LUA_CONFIG.read_text(encoding="utf-8")
+    cls = re.search(r"^---@class llama_lsp\.RemoteBackend\n((?:---.*\n)+)", lua, flags=re.MULTILINE)
     assert cls, "config.lua declares no `---@class llama_lsp.RemoteBackend` with fields"
     assert declared_fields(cls.group(1), r"^---@field (\w+)(\??) ") == declared

@@ -1,34 +1,44 @@
-"""Writes what the settings' declarations (settings.py) generate: VS Code's package.json contribution and
-TypeScript type, the Neovim plugin's annotations, help section and trusted-only settings, and the settings
-tables of the docs.
+"""Writes what the settings' declarations (lsp_server/lsp/settings.py) generate: VS Code's package.json
+contribution and TypeScript types (serverSettings.ts), the Neovim plugin's annotations, help section and
+trusted-only settings, and the settings tables of the docs.
 
-`make generate` (`python -m lsp_server.lsp.settings_docs`) rewrites the files; tests/test_settings_declared.py
-renders them again and fails when one on disk differs. Only the generated part of a file is rewritten: a
-whole file that says so, the text between `begin settings`/`end settings` marker comments, package.json's
-server settings, and the help file's settings section.
+Only the generated part of a file is rewritten: a whole file that says so, the text between `begin
+settings`/`end settings` marker comments, package.json's server settings, and the help file's settings
+section.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .settings import BACKEND_SCHEMA, SECTION, SPECS, Kind, SettingSpec
+from lsp_server.lsp.settings import BACKEND_SCHEMA, SECTION, SPECS, Kind, SettingSpec
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGE_JSON = ROOT / "editors" / "vscode" / "package.json"
+from .common import (
+    LUA,
+    MARKDOWN,
+    PACKAGE_JSON,
+    PROTOCOL_DOC,
+    ROOT,
+    between_markers,
+    json_text,
+    plain,
+    replace_json,
+    table_cell,
+    wrap,
+)
+
 TS_SETTINGS = ROOT / "editors" / "vscode" / "src" / "serverSettings.ts"
 VSCODE_README = ROOT / "editors" / "vscode" / "README.md"
 LUA_CONFIG = ROOT / "editors" / "nvim" / "lua" / "llama_lsp" / "config.lua"
 LUA_TRUST = ROOT / "editors" / "nvim" / "lua" / "llama_lsp" / "trust.lua"
 NVIM_HELP = ROOT / "editors" / "nvim" / "doc" / "llama_lsp.txt"
-PROTOCOL_DOC = ROOT / "docs" / "protocol.md"
 README = ROOT / "README.md"
+# What render() writes (parts of some: the rest of them is written by hand, or by the protocol's generator).
+FILES = (PACKAGE_JSON, TS_SETTINGS, VSCODE_README, LUA_CONFIG, LUA_TRUST, NVIM_HELP, PROTOCOL_DOC, README)
 
 GENERATOR = "lsp_server/lsp/settings.py, `make generate`"
 # The extension's own settings, declared by hand in package.json: read by the extension (settings.ts)
@@ -37,6 +47,12 @@ VSCODE_CLIENT_SETTINGS = (f"{SECTION}.serverCommand", f"{SECTION}.trace.server")
 # The Neovim plugin sends these from its `completion` options (config.lua, server_settings), never from
 # init_options, so its annotations and help leave them out.
 NVIM_FROM_COMPLETION_OPTIONS = ("completion", "completionTimeBudgetMs")
+# What the `backend` setting's object is, for the editors' types of it (its fields are BACKEND_SCHEMA's).
+REMOTE_BACKEND_DOC = (
+    "An OpenAI-compatible server (llama.cpp's llama-server, vLLM) that answers instead of the local model. "
+    "The server reads the API key from the environment variable `apiKeyEnv` names: a key is never a "
+    "setting, so that it stays out of the settings files."
+)
 
 
 class Types(NamedTuple):
@@ -79,26 +95,6 @@ def markdown(text: str) -> str:
     return _references(text, lambda wire: wire)
 
 
-def plain(value: Any) -> Any:
-    """JSON as written by hand: 60 rather than 60.0."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {key: plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(item) for item in value]
-    return value
-
-
-def _wrap(text: str, width: int, **options: Any) -> list[str]:
-    """Lines of at most width, broken at spaces only (never inside `a-b`)."""
-    return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False, **options)
-
-
-def _json(value: Any) -> str:
-    return json.dumps(plain(value), ensure_ascii=False)
-
-
 def notes(spec: SettingSpec, *, vscode: bool) -> list[str]:
     """What the flags say about a setting, as sentences."""
     said = []
@@ -107,7 +103,9 @@ def notes(spec: SettingSpec, *, vscode: bool) -> list[str]:
     if spec.local_only:
         said.append("Not used with a remote `#backend#`.")
     if vscode and spec.trusted_only and spec.untrusted is not None:
-        said.append(f"In Restricted Mode (an untrusted workspace) the server gets `{_json(spec.untrusted)}`.")
+        said.append(
+            f"In Restricted Mode (an untrusted workspace) the server gets `{json_text(spec.untrusted)}`."
+        )
     elif vscode and spec.trusted_only:
         said.append("Not used in Restricted Mode (an untrusted workspace).")
     elif vscode and spec.restricted:
@@ -128,7 +126,7 @@ def _choices(spec: SettingSpec, quote: Callable[[str], str], separator: str) -> 
 def _type_label(spec: SettingSpec) -> str:
     """The type as the docs' tables say it, with a number's bounds or a choice's values."""
     if spec.choices:
-        return _choices(spec, lambda value: f"`{_json(value)}`", " or ") or ""
+        return _choices(spec, lambda value: f"`{json_text(value)}`", " or ") or ""
     if spec.bounds is None:
         return TYPES[spec.kind].docs
     low, high = plain(spec.bounds)
@@ -155,58 +153,6 @@ def vscode_property(spec: SettingSpec) -> dict[str, Any]:
     return plain(entry)
 
 
-def _dump(value: Any, indent: str) -> str:
-    """JSON laid out as package.json is: an object over lines (one of a single plain value on one), a list
-    of plain values on one."""
-    if isinstance(value, dict) and len(value) == 1 and not _nested(list(value.values())):
-        [(key, item)] = value.items()
-        return f"{{ {_json(key)}: {_json(item)} }}"
-    if isinstance(value, dict) and value:
-        inner = indent + "  "
-        members = [f"{inner}{_json(key)}: {_dump(item, inner)}" for key, item in value.items()]
-        return "{\n" + ",\n".join(members) + "\n" + indent + "}"
-    if isinstance(value, list) and _nested(value):
-        inner = indent + "  "
-        return "[\n" + ",\n".join(inner + _dump(item, inner) for item in value) + "\n" + indent + "]"
-    return _json(value)
-
-
-def _nested(values: list[Any]) -> bool:
-    return any(isinstance(value, dict | list) for value in values)
-
-
-def _value_span(text: str, key: str, after: int = 0) -> tuple[int, int]:
-    """Where the object or list that follows `"key":` (first after `after`) starts and ends in text."""
-    start = text.index(f'"{key}"', after)
-    start = min(i for i in (text.find("{", start), text.find("[", start)) if i >= 0)
-    depth, in_string, escaped = 0, False, False
-    for end in range(start, len(text)):
-        char = text[end]
-        if escaped:
-            escaped = False
-        elif in_string:
-            escaped, in_string = char == "\\", char != '"'
-        elif char == '"':
-            in_string = True
-        elif char in "{[":
-            depth += 1
-        elif char in "}]":
-            depth -= 1
-            if depth == 0:
-                return start, end + 1
-    raise ValueError(f"no end to {key!r}")
-
-
-def _indent_at(text: str, at: int) -> str:
-    line = text[text.rfind("\n", 0, at) + 1 : at]
-    return line[: len(line) - len(line.lstrip())]
-
-
-def _replace_json(text: str, key: str, value: Any, after: int = 0) -> str:
-    start, end = _value_span(text, key, after)
-    return text[:start] + _dump(value, _indent_at(text, start)) + text[end:]
-
-
 def package_json(text: str) -> str:
     """package.json with the server settings' properties and restricted configurations as declared; the
     client's own properties keep their place (those before the first server setting stay first)."""
@@ -226,21 +172,40 @@ def package_json(text: str) -> str:
     restricted_configurations = kept + [key for key in restricted if key not in kept]
 
     configuration = text.index('"configuration"', text.index('"contributes"'))
-    text = _replace_json(text, "properties", properties, configuration)
-    return _replace_json(text, "restrictedConfigurations", restricted_configurations)
+    text = replace_json(text, "properties", properties, configuration)
+    return replace_json(text, "restrictedConfigurations", restricted_configurations)
 
 
 def _ts_literal(value: Any) -> str:
     if isinstance(value, str):
         return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    return _json(value)
+    return json_text(value)
+
+
+def _backend_fields() -> list[tuple[str, bool, str, str]]:
+    """The `backend` object's members, from its schema: name, optional, JSON type, doc."""
+    fields = []
+    for name, schema in BACKEND_SCHEMA["properties"].items():
+        doc = schema["description"]
+        if "default" in schema:
+            doc += f" Default: {json_text(schema['default'])}."
+        fields.append((name, name not in BACKEND_SCHEMA["required"], schema["type"], doc))
+    return fields
+
+
+def _ts_doc(text: str, indent: str) -> list[str]:
+    lines = wrap(text, 107 - len(indent) - 3)
+    if len(lines) == 1:
+        return [f"{indent}/** {lines[0]} */"]
+    return [f"{indent}/**", *(f"{indent} * {line}" for line in lines), f"{indent} */"]
 
 
 def typescript() -> str:
-    """serverSettings.ts: the settings' type, the values that mean their defaults, the trusted-only keys."""
+    """serverSettings.ts: the settings' type, the values that mean their defaults, the trusted-only keys,
+    and the type of a remote `backend`."""
     fields = []
     for spec in SPECS:
-        doc = _wrap(markdown(" ".join([spec.summary, *notes(spec, vscode=True)])), 104)
+        doc = wrap(markdown(" ".join([spec.summary, *notes(spec, vscode=True)])), 104)
         if len(doc) == 1:
             fields.append(f"  /** {doc[0]} */")
         else:
@@ -253,13 +218,24 @@ def typescript() -> str:
     untrusted = ", ".join(
         f"{spec.wire}: {_ts_literal(spec.untrusted)}" for spec in SPECS if spec.untrusted is not None
     )
+    backend = []
+    for member, absent, schema_type, member_doc in _backend_fields():
+        backend.extend([*_ts_doc(member_doc, "  "), f"  {member}{'?' if absent else ''}: {schema_type};"])
     return f"""/**
  * The server's settings as a client sends them (initializationOptions, the `{SECTION}` section), the values
  * that mean the server's defaults, and the ones never sent from an untrusted workspace.
  * Generated from {GENERATOR}: edit the declarations there, not this file.
  */
 
-import type {{ Backend }} from './protocol';
+/** The configuration section that holds the server's settings (workspace/configuration). */
+export const SECTION = {_ts_literal(SECTION)};
+
+{chr(10).join(_ts_doc(REMOTE_BACKEND_DOC, ""))}
+export interface RemoteBackend {{
+{chr(10).join(backend)}
+}}
+
+export type Backend = 'local' | RemoteBackend;
 
 export interface ServerSettings {{
 {chr(10).join(fields)}
@@ -277,10 +253,6 @@ export const UNTRUSTED_VALUES: Partial<ServerSettings> = {{ {untrusted} }};
 """
 
 
-def _summary_cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
-
-
 def vscode_readme_table(package_json_text: str) -> str:
     """The extension README's table: every setting it contributes (the server's and its own)."""
     properties = json.loads(package_json_text)["contributes"]["configuration"]["properties"]
@@ -291,10 +263,10 @@ def vscode_readme_table(package_json_text: str) -> str:
         if "minimum" in entry:
             kind += f", {entry['minimum']} to {entry['maximum']}"
         if "enum" in entry:
-            kind = " or ".join(f"`{_json(value)}`" for value in entry["enum"])
+            kind = " or ".join(f"`{json_text(value)}`" for value in entry["enum"])
         doc = (entry.get("markdownDescription") or entry["description"]).split("\n\n", 1)[0]
         doc = re.sub(rf"#({SECTION}\.[\w.]+)#", r"\1", doc)
-        rows.append(f"| `{key}` | {kind} | `{_json(entry['default'])}` | {_summary_cell(doc)} |")
+        rows.append(f"| `{key}` | {kind} | `{json_text(entry['default'])}` | {table_cell(doc)} |")
     return "\n".join(rows)
 
 
@@ -311,8 +283,8 @@ def settings_table(first_column: str) -> str:
     rows = [f"| {first_column} | type | default | |", "|---|---|---|---|"]
     for spec in SPECS:
         rows.append(
-            f"| `{spec.wire}` | {_type_label(spec)} | `{_json(spec.default)}` | "
-            f"{_summary_cell(markdown(spec.summary))} |"
+            f"| `{spec.wire}` | {_type_label(spec)} | `{json_text(spec.default)}` | "
+            f"{table_cell(markdown(spec.summary))} |"
         )
     reloading = [spec.wire for spec in SPECS if spec.reloads_model]
     local = [spec.wire for spec in SPECS if spec.local_only]
@@ -320,14 +292,14 @@ def settings_table(first_column: str) -> str:
         f"Changing {_names(reloading, 'or')} reloads the model. "
         f"With a remote `backend`, {_names(local)} do not apply."
     )
-    return "\n".join(rows) + "\n\n" + "\n".join(_wrap(flags, 110))
+    return "\n".join(rows) + "\n\n" + "\n".join(wrap(flags, 110))
 
 
 # --- Neovim ----------------------------------------------------------------------------------------
 
 
 def _lua_literal(value: Any) -> str:
-    return _json(value) if not isinstance(value, bool) else str(value).lower()
+    return json_text(value) if not isinstance(value, bool) else str(value).lower()
 
 
 def _nvim_specs() -> list[SettingSpec]:
@@ -358,9 +330,9 @@ def lua_untrusted() -> str:
 
 
 def lua_annotations() -> str:
-    """config.lua's `llama_lsp.ServerSettings` class."""
+    """config.lua's `llama_lsp.ServerSettings` and `llama_lsp.RemoteBackend` classes."""
     heads = [
-        f"---@field {spec.wire}? {_choices(spec, _json, '|') or TYPES[spec.kind].lua}"
+        f"---@field {spec.wire}? {_choices(spec, json_text, '|') or TYPES[spec.kind].lua}"
         for spec in _nvim_specs()
     ]
     column = max(len(head) for head in heads if len(head) <= 40) + 1
@@ -374,7 +346,16 @@ def lua_annotations() -> str:
         if spec.default is not None:
             doc += f" Default: {_lua_literal(spec.default)}."
         first = head.ljust(column) if len(head) < column else head + " "
-        lines.extend(_wrap(doc, 110, initial_indent=first, subsequent_indent="---".ljust(column)))
+        lines.extend(wrap(doc, 110, initial_indent=first, subsequent_indent="---".ljust(column)))
+    lines.extend(["", *(f"---{line}" for line in wrap(REMOTE_BACKEND_DOC, 107))])
+    lines.append("---@class llama_lsp.RemoteBackend")
+    backend = [
+        (f"---@field {name}{'?' if optional else ''} {kind}", doc)
+        for name, optional, kind, doc in _backend_fields()
+    ]
+    column = max(len(head) for head, _ in backend) + 1
+    for head, doc in backend:
+        lines.extend(wrap(doc, 110, initial_indent=head.ljust(column), subsequent_indent="---".ljust(column)))
     return "\n".join(lines)
 
 
@@ -386,28 +367,17 @@ def help_section() -> str:
         f"{_names(list(NVIM_FROM_COMPLETION_OPTIONS))} are set through the `completion` options instead "
         "(|llama_lsp-completion|)."
     )
-    lines = ["", *_wrap(intro, 78)]
+    lines = ["", *wrap(intro, 78)]
     for spec in _nvim_specs():
         kind = '"local" or table' if spec.kind == "backend" else _type_label(spec)
         default = "" if spec.default is None else f", default {_lua_literal(spec.default)}"
         lines.extend(["", f"`{spec.wire}` ({kind}{default})"])
         doc = " ".join([markdown(spec.summary), *map(markdown, notes(spec, vscode=False))])
-        lines.extend(_wrap(doc, 78, initial_indent="    ", subsequent_indent="    "))
+        lines.extend(wrap(doc, 78, initial_indent="    ", subsequent_indent="    "))
     return "\n".join([*lines, "", ""])
 
 
 # --- the files -------------------------------------------------------------------------------------
-
-
-def between_markers(text: str, body: str, comment: tuple[str, str], where: Path) -> str:
-    """text with the lines between its `begin settings` and `end settings` comments replaced by body."""
-    opening, closing = comment
-    begin = f"{opening} begin settings: generated from {GENERATOR} {closing}".rstrip()
-    end = f"{opening} end settings {closing}".rstrip()
-    pattern = re.compile(rf"^{re.escape(begin)}\n.*?^{re.escape(end)}$", flags=re.MULTILINE | re.DOTALL)
-    if len(pattern.findall(text)) != 1:
-        raise ValueError(f"{where}: expected one {begin!r} ... {end!r} block")
-    return pattern.sub(lambda _: f"{begin}\n{body}\n{end}", text)
 
 
 HELP_HEADING = re.compile(r"^\d+\. SERVER SETTINGS +\*llama_lsp-settings\*\n", flags=re.MULTILINE)
@@ -423,38 +393,21 @@ def help_file(text: str) -> str:
     return text[: heading.end()] + help_section() + text[end:]
 
 
-MARKDOWN = ("<!--", "-->")
-LUA = ("--", "")
+def render(read: Callable[[Path], str]) -> dict[Path, str]:
+    """Every file the settings generate, as the declarations make it now; `read` gives a file's text as
+    it stands (on disk, or as a generator before this one left it)."""
 
-
-def render_all() -> dict[Path, str]:
-    """Every generated file's text as the declarations make it now."""
-
-    def read(path: Path) -> str:
-        return path.read_text(encoding="utf-8")
+    def marked(path: Path, body: str, comment: tuple[str, str]) -> str:
+        return between_markers(read(path), body, comment, path, block="settings", source=GENERATOR)
 
     manifest = package_json(read(PACKAGE_JSON))
     return {
         PACKAGE_JSON: manifest,
         TS_SETTINGS: typescript(),
-        VSCODE_README: between_markers(
-            read(VSCODE_README), vscode_readme_table(manifest), MARKDOWN, VSCODE_README
-        ),
-        LUA_CONFIG: between_markers(read(LUA_CONFIG), lua_annotations(), LUA, LUA_CONFIG),
-        LUA_TRUST: between_markers(read(LUA_TRUST), lua_untrusted(), LUA, LUA_TRUST),
+        VSCODE_README: marked(VSCODE_README, vscode_readme_table(manifest), MARKDOWN),
+        LUA_CONFIG: marked(LUA_CONFIG, lua_annotations(), LUA),
+        LUA_TRUST: marked(LUA_TRUST, lua_untrusted(), LUA),
         NVIM_HELP: help_file(read(NVIM_HELP)),
-        PROTOCOL_DOC: between_markers(read(PROTOCOL_DOC), settings_table("key"), MARKDOWN, PROTOCOL_DOC),
-        README: between_markers(read(README), settings_table("setting"), MARKDOWN, README),
+        PROTOCOL_DOC: marked(PROTOCOL_DOC, settings_table("key"), MARKDOWN),
+        README: marked(README, settings_table("setting"), MARKDOWN),
     }
-
-
-def main() -> int:
-    for path, text in render_all().items():
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-            print(f"wrote {path.relative_to(ROOT)}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,7 @@
-"""llama-lsp's own LSP methods, commands and payloads, declared once (docs/protocol.md documents them).
+"""llama-lsp's own LSP method and command names, and the parsers of their params.
 
+The names are declared once, here; protocol_shapes.py declares the messages and their payloads as data,
+from which the clients' protocol modules and docs/protocol.md's tables are generated (`make generate`).
 Params of custom methods arrive as plain JSON; the parsers here validate them and raise ParamsError with
 a message that says what is wrong, which the server answers as InvalidParams.
 """
@@ -24,6 +26,7 @@ ACTION_KINDS = tuple(action.name for action in ACTIONS)
 
 # Status notification states
 LOADING, READY, BUSY, ERROR = "loading", "ready", "busy", "error"
+STATES = (LOADING, READY, BUSY, ERROR)
 
 MAX_MESSAGE_CHARS = 100_000
 MAX_DIAGNOSTICS = 1000  # per code action: the problems in a selection, each of which its prompt lists

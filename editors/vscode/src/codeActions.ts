@@ -10,28 +10,15 @@ import type { ChatController } from './chat/controller';
 import { errorMessage, isCancellation } from './chat/controller';
 import { contextLabel } from './chat/host';
 import type { Notifier } from './notifications';
-import { ErrorCode, type ActionKind, type CodeActionArgs, type Range } from './protocol';
+import { ErrorCode, type ActionCommand, type CodeActionArgs, type Range } from './protocol';
 import type { LlamaServer } from './server';
 import { actionNotice } from './verification';
 
-/** One of the server's action kinds, as lsp_server/assistant/actions.py declares it (tests/test_action_table.py). */
-export interface ActionCommand {
-  kind: ActionKind;
-  title: string;
-  /** The server answers in words, shown in the chat, instead of with an edit. */
-  answers?: boolean;
-  /** About the diagnostics in range, which go with the request. */
-  forDiagnostics?: boolean;
-}
-
-/** Command id → the server's action kind. */
-export const ACTION_COMMANDS: Record<string, ActionCommand> = {
-  'llamaLsp.explain': { kind: 'explain', title: 'Explain', answers: true },
-  'llamaLsp.fix': { kind: 'fix', title: 'Fix', forDiagnostics: true },
-  'llamaLsp.document': { kind: 'document', title: 'Document' },
-  'llamaLsp.refactor': { kind: 'refactor', title: 'Refactor' },
-  'llamaLsp.writeTests': { kind: 'tests', title: 'Write tests' },
-};
+/**
+ * Command id → the server's action kind, generated with the protocol from lsp_server/assistant/actions
+ * (package.json contributes each command and its menu entry).
+ */
+export { ACTION_COMMANDS, type ActionCommand } from './protocol';
 
 /** The selection, or the whole current line when nothing is selected (as the server's lightbulb does). */
 export function actionRange(selection: { isEmpty: boolean; start: vscode.Position; end: vscode.Position }): Range {

@@ -1,28 +1,51 @@
 /**
- * llama-lsp's own LSP methods, commands and payloads, declared once for the extension and its tests.
- * Mirrors `lsp_server/lsp/protocol.py`; `docs/protocol.md` documents them. Standard LSP types come from
- * vscode-languageserver-protocol through the plain JSON shapes below, so that this module needs
- * neither `vscode` nor the language client and the protocol test can import it in plain node.
+ * llama-lsp's own LSP methods, commands and payloads, and the code action kinds as commands, for the
+ * extension and its tests (docs/protocol.md documents them). LSP's own types are declared as the plain JSON
+ * shapes the server uses, so that this module needs neither `vscode` nor the language client and the protocol
+ * test can import it in plain node. Generated from lsp_server/lsp/protocol_shapes.py, `make generate`: edit
+ * the declarations there, not this file.
  */
 
 import { NotificationType, ProgressType, RequestType } from 'vscode-jsonrpc';
 
-export const CHAT = 'assistant/chat';
-export const STATS = 'assistant/stats';
-export const STATUS = 'assistant/status';
-export const SEARCH_CODEBASE = 'assistant/searchCodebase';
+export {
+  SECTION,
+  type Backend,
+  type RemoteBackend,
+  type ServerSettings as InitializationOptions,
+} from './serverSettings';
 
-/** workspace/executeCommand: resolve a code action and apply its edit through workspace/applyEdit. */
+/** A question, about a document or a selection or the workspace; the answer may propose an edit. */
+export const CHAT = 'assistant/chat';
+/** The server's state, its engine, and the figures of the turns so far. */
+export const STATS = 'assistant/stats';
+/** The workspace index's chunks that best match a query's words. */
+export const SEARCH_CODEBASE = 'assistant/searchCodebase';
+/** The server's state (loading, ready, busy, error), sent when it changes. */
+export const STATUS = 'assistant/status';
+/** Resolves a code action and applies its edit through `workspace/applyEdit`. */
 export const COMMAND_CODE_ACTION = 'llamaLsp.codeAction';
-/** Client-side command the server's "Explain" code action returns. */
+/** The command of an answer in words (Explain): the client shows it as a conversation. */
 export const COMMAND_SHOW_ANSWER = 'llamaLsp.showAnswer';
 
-/** LSP error codes the server answers with. */
+/** The LSP error codes the server answers with, and when. */
 export const ErrorCode = {
+  /** A second `initialize`; a request after `shutdown`. */
+  InvalidRequest: -32600,
+  /** A method the server does not have (a server older than the client). */
   MethodNotFound: -32601,
+  /** Params that do not match this protocol; the message says which field. */
   InvalidParams: -32602,
+  /**
+   * After `$/cancelRequest`, or when a newer request for the same action on the same document supersedes it.
+   */
   RequestCancelled: -32800,
+  /** A stale document: not the version the request was about, or changed while the model worked. */
   ContentModified: -32801,
+  /**
+   * No model, a prompt larger than the context, no applicable edit, a block too long to write again, engine
+   * and backend errors; the message names the fix where there is one.
+   */
   RequestFailed: -32803,
 } as const;
 
@@ -59,8 +82,8 @@ export interface WorkspaceEdit {
 }
 
 /**
- * One turn's figures: every counter summed over its model requests (`steps`), so `nReused / nPrompt`
- * is the turn's cache reuse; `tFirstTokenMs` is the first request's time to its first token.
+ * One turn's figures: every counter summed over its model requests (`steps`), so `nReused / nPrompt` is the
+ * turn's cache reuse; `tFirstTokenMs` is the first request's time to its first token.
  */
 export interface TurnStats {
   nPrompt: number;
@@ -79,10 +102,15 @@ export interface TurnStats {
 }
 
 export interface ChatParams {
+  /** Not blank; at most 100,000 characters. */
   message: string;
+  /** An open document (`didOpen`). */
   textDocument?: { uri: string };
+  /** Needs `textDocument`. */
   range?: Range;
+  /** Continue this conversation; without it a new one starts. */
   conversationId?: string;
+  /** Stream the answer as `$/progress`. */
   partialResultToken?: string | number;
   workDoneToken?: string | number;
 }
@@ -102,17 +130,35 @@ export interface ToolCall {
 export interface Verification {
   /** The command that ran; null when none is set, or "auto" found none. */
   command: string | null;
-  /** With "auto": why that command (runner, interpreter, test files), or why none. Absent from older servers. */
+  /**
+   * With "auto": why that command (runner, interpreter, test files), or why none. Absent from older servers.
+   */
   reason?: string | null;
-  /** Write tests: the tests that failed on the code as it is, dropped from the file. Absent from older servers. */
+  /**
+   * Write tests: the tests that failed on the code as it is, dropped from the file. Absent from older
+   * servers.
+   */
   droppedTests?: string[];
-  /** Write tests: the expected values the code did not give, now what it gives ("test (line N): expected X, the code gives Y"). Absent from older servers. */
+  /**
+   * Write tests: the expected values the code did not give, now what it gives ("test (line N): expected X,
+   * the code gives Y"). Absent from older servers.
+   */
   settledValues?: string[];
-  /** With "auto": how the project's other test files went once the related ones passed. Absent from older servers. */
+  /**
+   * With "auto": how the project's other test files went once the related ones passed. Absent from older
+   * servers.
+   */
   rest?: string | null;
   /** null: not checked (no command set, or no edit to check). */
   passed: boolean | null;
+  /**
+   * The command on the code without the edit (Fix, Refactor, Document); null where it did not run. Absent
+   * from older servers.
+   */
+  passedBefore?: boolean | null;
   attempts: number;
+  /** The isolation the command ran under; null when it never ran. Absent from older servers. */
+  sandbox?: 'bwrap' | 'none' | null;
   /** What the last check printed, already trimmed by the server (its head and tail). */
   output: string;
   /** One line for the user: "verified: `pytest -q` passed (attempt 2)", "not verified: ...". */
@@ -121,10 +167,12 @@ export interface Verification {
 
 export interface ChatResult {
   conversationId: string;
+  /** The answer, Markdown. */
   content: string;
   finishReason: FinishReason;
   toolCalls: ToolCall[];
   edit?: WorkspaceEdit;
+  /** Instead of `edit`, when the document changed meanwhile. */
   editError?: string;
   /** Only when the answer proposed an edit or a check ran. */
   verification?: Verification;
@@ -142,21 +190,28 @@ export interface StatusParams {
   state: ServerState;
   message?: string;
   queue?: number;
+  /** The last turn's stats (as a chat result's `stats`). */
   lastStats?: TurnStats;
   /** With `error`: the catalogue model whose installation is the fix. */
   installModel?: string;
   /**
-   * The open documents whose prompt is in the model's cache now (background warming, the `warm`
-   * setting), by URI exactly as the client opened them: a first question about one evaluates only the
-   * question. Present in every notification once the model is ready; a change to it sends one.
+   * The open documents whose prompt is in the model's cache now (background warming, the `warm` setting), by
+   * URI exactly as the client opened them: a first question about one evaluates only the question. Present in
+   * every notification once the model is ready; a change to it sends one.
    */
   warm?: string[];
 }
 
+/**
+ * `assistant/stats` takes no params, but goes out with an empty object: the server's custom-method path drops
+ * a request that has no `params` member at all (seen with pygls 2.1), leaving it unanswered.
+ */
+export type StatsParams = Record<string, never>;
+
 export interface StatsResult {
   /**
-   * What `llama-lsp --version` prints: the package, and the native library's build (null: not loaded).
-   * Absent from older servers.
+   * What `llama-lsp --version` prints: the package, and the native library's build (null: not loaded). Absent
+   * from older servers.
    */
   version?: { server: string; native: string | null };
   state: ServerState;
@@ -197,9 +252,12 @@ export interface CompletionStats {
   /** As in TurnStats; absent from an older server. */
   nDrafted?: number;
   nAccepted?: number;
+  tPrefillMs?: number;
+  tDecodeMs?: number;
   finishReason?: FinishReason;
 }
 
+/** A code action kind (lsp_server/assistant/actions). */
 export type ActionKind = 'explain' | 'fix' | 'document' | 'refactor' | 'tests';
 
 /** The one argument of `llamaLsp.codeAction`, and the `data` of the server's code actions. */
@@ -208,6 +266,7 @@ export interface CodeActionArgs {
   range: Range;
   kind: ActionKind;
   version?: number;
+  /** LSP Diagnostics: a `range` and a string `message` at least; 1,000 at most. */
   diagnostics?: unknown[];
   /** Continue this chat conversation, so that the action sees what was said in it. */
   conversationId?: string;
@@ -239,6 +298,7 @@ export interface SearchCodebaseHit {
   uri: string;
   /** The chunk's whole lines: `end` is the start of the line after it. */
   range: Range;
+  /** BM25, higher is better. */
   score: number;
   /** The chunk's first 8 lines as the file is on disk. */
   snippet: string;
@@ -250,8 +310,8 @@ export interface SearchCodebaseResult {
   /** Best first. */
   results: SearchCodebaseHit[];
   /**
-   * `ready` is false while the index is being built (the results are those of the files indexed so
-   * far), and with `codebaseIndex` off or no folder open (then `files` is 0).
+   * `ready` is false while the index is being built (the results are those of the files indexed so far), and
+   * with `codebaseIndex` off or no folder open (then `files` is 0).
    */
   indexed: { files: number; chunks: number; ready: boolean };
 }
@@ -263,40 +323,62 @@ export interface ShowAnswerArgs {
   content: string;
 }
 
-/**
- * The settings the server takes as initializationOptions (and from the `llamaLsp` section): declared in
- * lsp_server/lsp/settings.py, generated into serverSettings.ts (`make generate`).
- */
-export type { ServerSettings as InitializationOptions } from './serverSettings';
-
-/**
- * An OpenAI-compatible server (llama.cpp's llama-server, vLLM) that answers instead of the local model.
- * The API key is read by the server from the environment variable `apiKeyEnv` names: a key is never a
- * setting, so that it stays out of settings.json.
- */
-export interface RemoteBackend {
-  /** e.g. `http://host:8080/v1` */
-  url: string;
-  /** The model name that server serves; optional where it serves one model (that one answers). */
-  model?: string;
-  apiKeyEnv?: string;
-  /** Seconds to wait for the server's next bytes (default 600). */
-  timeout?: number;
+/** One of the server's code action kinds (lsp_server/assistant/actions), as a command of the extension. */
+export interface ActionCommand {
+  kind: ActionKind;
+  /** Offered as "Llama: <title>". */
+  title: string;
+  /** Its LSP CodeActionKind. */
+  lspKind: string;
+  /** The server answers in words, shown in the chat, instead of with an edit. */
+  answers: boolean;
+  /** About the diagnostics in range, which go with the request. */
+  forDiagnostics: boolean;
 }
 
-export type Backend = 'local' | RemoteBackend;
-
-export const SECTION = 'llamaLsp';
+/** Command id → the server's action kind; package.json contributes each command. */
+export const ACTION_COMMANDS: Readonly<Record<string, ActionCommand>> = {
+  'llamaLsp.explain': {
+    kind: 'explain',
+    title: 'Explain',
+    lspKind: 'refactor.llama.explain',
+    answers: true,
+    forDiagnostics: false,
+  },
+  'llamaLsp.fix': {
+    kind: 'fix',
+    title: 'Fix',
+    lspKind: 'quickfix',
+    answers: false,
+    forDiagnostics: true,
+  },
+  'llamaLsp.document': {
+    kind: 'document',
+    title: 'Document',
+    lspKind: 'refactor.rewrite.llama.document',
+    answers: false,
+    forDiagnostics: false,
+  },
+  'llamaLsp.refactor': {
+    kind: 'refactor',
+    title: 'Refactor',
+    lspKind: 'refactor.rewrite.llama.refactor',
+    answers: false,
+    forDiagnostics: false,
+  },
+  'llamaLsp.writeTests': {
+    kind: 'tests',
+    title: 'Write tests',
+    lspKind: 'refactor.llama.tests',
+    answers: false,
+    forDiagnostics: false,
+  },
+};
 
 export const chatRequest = new RequestType<ChatParams, ChatResult, void>(CHAT);
-/**
- * `assistant/stats` takes no params, but goes out with an empty object: the server's custom-method
- * path drops a request that has no `params` member at all (seen with pygls 2.1), leaving it unanswered.
- */
-export type StatsParams = Record<string, never>;
+export const chatDeltaProgress = new ProgressType<ChatDelta>();
 export const statsRequest = new RequestType<StatsParams, StatsResult, void>(STATS);
-export const statusNotification = new NotificationType<StatusParams>(STATUS);
 export const searchCodebaseRequest = new RequestType<SearchCodebaseParams, SearchCodebaseResult, void>(
   SEARCH_CODEBASE,
 );
-export const chatDeltaProgress = new ProgressType<ChatDelta>();
+export const statusNotification = new NotificationType<StatusParams>(STATUS);

@@ -4,7 +4,32 @@
  * Generated from lsp_server/lsp/settings.py, `make generate`: edit the declarations there, not this file.
  */
 
-import type { Backend } from './protocol';
+/** The configuration section that holds the server's settings (workspace/configuration). */
+export const SECTION = 'llamaLsp';
+
+/**
+ * An OpenAI-compatible server (llama.cpp's llama-server, vLLM) that answers instead of the local model.
+ * The server reads the API key from the environment variable `apiKeyEnv` names: a key is never a setting,
+ * so that it stays out of the settings files.
+ */
+export interface RemoteBackend {
+  /** The server's OpenAI-compatible API, e.g. http://gpu-box:8080/v1. */
+  url: string;
+  /**
+   * The model name the server serves (llama-server's --alias, vLLM's --served-model-name); optional where
+   * it serves one model.
+   */
+  model?: string;
+  /** The name of the environment variable that holds the API key (not the key itself). */
+  apiKeyEnv?: string;
+  /**
+   * Seconds to wait for the server's next bytes (the first come once it has read the prompt). A request
+   * ends within this plus 1 s per token it may write. Default: 600.
+   */
+  timeout?: number;
+}
+
+export type Backend = 'local' | RemoteBackend;
 
 export interface ServerSettings {
   /**

@@ -73,15 +73,18 @@ local M = {}
 ---                                    `llama-server`, vLLM), such as a team's shared GPU machine. The API key
 ---                                    is read from the environment variable `apiKeyEnv` names: the key itself
 ---                                    is never a setting. Default: "local".
--- end settings
 
----An OpenAI-compatible server (llama.cpp's llama-server, vLLM). The API key is never a setting: the
----server reads it from the environment variable `apiKeyEnv` names.
+---An OpenAI-compatible server (llama.cpp's llama-server, vLLM) that answers instead of the local model. The
+---server reads the API key from the environment variable `apiKeyEnv` names: a key is never a setting, so that
+---it stays out of the settings files.
 ---@class llama_lsp.RemoteBackend
----@field url string                 e.g. "http://gpu-box:8080/v1"
----@field model? string              the model name that server serves (optional where it serves one)
----@field apiKeyEnv? string          the environment variable that holds the API key
----@field timeout? number            seconds to wait for the server's next bytes (default 600)
+---@field url string        The server's OpenAI-compatible API, e.g. http://gpu-box:8080/v1.
+---@field model? string     The model name the server serves (llama-server's --alias, vLLM's
+---                         --served-model-name); optional where it serves one model.
+---@field apiKeyEnv? string The name of the environment variable that holds the API key (not the key itself).
+---@field timeout? number   Seconds to wait for the server's next bytes (the first come once it has read the
+---                         prompt). A request ends within this plus 1 s per token it may write. Default: 600.
+-- end settings
 
 ---Inline completion (ghost text) while typing. On Neovim 0.12+ Neovim's `vim.lsp.inline_completion`
 ---shows it (its own debounce applies); on 0.10/0.11 the plugin does.

@@ -42,7 +42,7 @@ local function first_line(snippet)
 end
 
 ---A result as a quickfix item: the chunk's first line, its symbol and first line of code as the text.
----@param result llama_lsp.SearchResult
+---@param result llama_lsp.SearchCodebaseHit
 ---@return table
 function M.quickfix_item(result)
   local start, stop = result.range.start, result.range["end"]
