@@ -4,7 +4,7 @@ configuration section.
 A setting is a field of `Settings` whose declaration (`setting(...)`) holds its default, bounds, doc text
 and flags; its wire name is the field's name in camelCase. The editors' declarations (VS Code's
 package.json contribution and TypeScript type, the Neovim plugin's annotations and help) and the docs'
-settings tables are generated from these by settings_docs.py (`make generate`), and
+settings tables are generated from these by dev/generate/settings.py (`make generate`), and
 tests/test_settings_declared.py fails when one of them is stale.
 
 A bad value falls back to its default with a warning the client sees, instead of failing the whole start.
