@@ -16,7 +16,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from lsp_server.assistant import codebase
+from lsp_server.assistant import codebase, languages
 from lsp_server.assistant.codebase import CodebaseIndex, words
 from lsp_server.assistant.tools.runner import ToolRunner
 from lsp_server.assistant.tools.workspace_files import WorkspaceFiles
@@ -82,6 +82,17 @@ def test_words_split_identifiers_and_drop_what_names_no_code():
     assert words("reachServer retry_delay_S the HTTPServer handles") == [
         "reach", "server", "retry", "delay", "http", "server", "handl",
     ]  # fmt: skip
+
+
+def test_every_file_of_the_tests_counts_less_though_a_check_runs_only_the_test_modules():
+    # The index's rule is wider than the check's on purpose (languages.py): helpers, fixtures, conftest.py
+    # and other languages' specs name the code without being it, but run no test.
+    wider = ["tests/helpers.py", "tests/conftest.py", "web/app.spec.ts", "lib/x_spec.rb", "Tests/Test_A.py"]
+    for path in ["tests/test_net.py", "src/net_test.py", *wider]:
+        assert codebase.file_weight(path) == codebase.TEST_WEIGHT, path
+        assert languages.is_test_file(Path(path)) == (path not in wider), path
+    for path in ["src/net.py", "src/testing_utils.py", "src/contest.py"]:
+        assert codebase.file_weight(path) == 1.0 and not languages.is_test_file(Path(path)), path
 
 
 def test_python_is_indexed_by_definition_and_the_right_chunk_comes_first(repo: Path):

@@ -34,6 +34,7 @@ from typing import Any
 import bm25s
 import numpy as np
 
+from .languages import belongs_to_tests
 from .tools.workspace_files import MAX_FILE_BYTES, SKIPPED_DIRS, ToolError, WorkspaceFiles
 
 log = logging.getLogger("llama_lsp.codebase")
@@ -137,19 +138,6 @@ def _stem(word: str) -> str:
     return word
 
 
-def is_test_file(path: str) -> bool:
-    """Whether a path (relative, `/`-separated) is a test's: in a tests folder, or named as tests are."""
-    parts = path.lower().split("/")
-    name = parts[-1]
-    stem = name.rsplit(".", 1)[0]
-    return (
-        any(part in ("test", "tests", "testing", "spec", "specs", "__tests__") for part in parts[:-1])
-        or stem.startswith("test_")
-        or stem.endswith(("_test", ".test", ".spec", "_spec"))
-        or name == "conftest.py"
-    )
-
-
 def is_prose(path: str) -> bool:
     """Whether a path is documentation rather than code: text, Markdown, reStructuredText, a changelog."""
     name = path.lower().rsplit("/", 1)[-1]
@@ -160,7 +148,9 @@ def is_prose(path: str) -> bool:
 
 def file_weight(path: str) -> float:
     """How much a file's chunks count: a test or a document that names the code counts less than it."""
-    if is_test_file(path):
+    # Any file of the tests, not only those a check runs (languages.is_test_file): a fixture or a spec
+    # names the code as much as a test does.
+    if belongs_to_tests(path):
         return TEST_WEIGHT
     return PROSE_WEIGHT if is_prose(path) else 1.0
 

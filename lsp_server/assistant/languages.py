@@ -8,7 +8,8 @@ wheel, imported the first time a file of that language is checked), its text as 
 its comment node types, and the comments its tools read as instructions. It is also the one adapter to
 tree-sitter: a Parse is what the check in rewrite.py needs of one text. Python is in the table too, but
 the standard library's ast and tokenize check it (rewrite.py). A suffix not in the table cannot be
-checked, so Document is not offered for it (lsp.code_actions).
+checked, so Document is not offered for it (lsp.code_actions). The module also says which files are
+tests: the ones a check runs, and the wider set the workspace index counts less.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import PurePath
 
 import tree_sitter
 
@@ -209,3 +211,33 @@ class Parse:
                 found.add(index)
             start = end
         return found
+
+
+# ---- Which files are tests ---------------------------------------------------------------------------
+# Two questions with two answers, on purpose. Which files hold tests to run is Python's convention, as
+# pytest collects by default (test_*.py, *_test.py): the check runs those (checks/discovery.py), and the
+# frame of a traceback that lies in one is the failing test's (checks/failures.py); a conftest.py or a
+# helper beside the tests runs no test, and a spec in another language is not pytest's to run. Which
+# files belong to a project's tests is wider, in any language: the workspace index counts them less
+# (codebase.py), since they name the code they test without being it, fixtures and helpers included.
+TEST_FOLDERS = frozenset({"test", "tests", "testing", "spec", "specs", "__tests__"})
+
+
+def is_test_file(path: PurePath) -> bool:
+    """Whether a file holds tests to run: a Python file named as pytest finds tests by default."""
+    return path.suffix == ".py" and (path.name.startswith("test_") or path.stem.endswith("_test"))
+
+
+def belongs_to_tests(path: str) -> bool:
+    """Whether a path (relative, `/`-separated) is part of a project's tests, in any language: in a
+    tests folder, named as tests are (test_x.py, x_test.go, x.test.js, x.spec.ts, x_spec.rb), or pytest's
+    conftest.py."""
+    parts = path.lower().split("/")
+    name = parts[-1]
+    stem = name.rsplit(".", 1)[0]
+    return (
+        any(part in TEST_FOLDERS for part in parts[:-1])
+        or stem.startswith("test_")
+        or stem.endswith(("_test", ".test", ".spec", "_spec"))
+        or name == "conftest.py"
+    )

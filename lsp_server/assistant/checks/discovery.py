@@ -20,6 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+# The files that hold tests to run, pytest's way; not every file of the tests, as the workspace index
+# counts them (languages.belongs_to_tests): a conftest.py or a helper runs no test.
+from ..languages import is_test_file
 from ..tools.runner import counted
 from ..tools.workspace_files import WorkspaceFiles
 from .sandbox import NOT_COPIED, VENV_NAMES
@@ -47,10 +50,6 @@ class TestPlan:
     # (verify.py); None when `command` runs them all already.
     rest_command: str | None = None
     rest: tuple[Path, ...] = ()
-
-
-def is_test_file(path: Path) -> bool:
-    return path.suffix == ".py" and (path.name.startswith("test_") or path.stem.endswith("_test"))
 
 
 def find_tests(folder: Path, edited: Path) -> TestPlan:
