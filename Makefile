@@ -74,9 +74,11 @@ $(VSCODE_MODULES): $(VSCODE)/package-lock.json
 	cd $(VSCODE) && timeout 600 npm ci --no-audit --no-fund
 	@touch $@
 
-# The extension carries the wheel (server/), which it installs when it finds no server.
-$(VSIX): $(VSCODE_MODULES) $(VSCODE_SOURCES) $(WHEEL)
-	rm -rf $(VSCODE)/server && mkdir -p $(VSCODE)/server && cp $(WHEEL) $(VSCODE)/server/
+# The extension carries the wheel and the bootstrap both editors run to find or install the server (one
+# source, in the Neovim plugin; tests/test_bootstrap.py checks the copy): server/.
+BOOTSTRAP := editors/nvim/python/llama_lsp_bootstrap.py
+$(VSIX): $(VSCODE_MODULES) $(VSCODE_SOURCES) $(WHEEL) $(BOOTSTRAP)
+	rm -rf $(VSCODE)/server && mkdir -p $(VSCODE)/server && cp $(WHEEL) $(BOOTSTRAP) $(VSCODE)/server/
 	cd $(VSCODE) && timeout 300 npm run package
 
 # Built in place with .venv's build tools: the wheel reuses build/native (seconds, no second llama.cpp build).

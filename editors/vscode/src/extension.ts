@@ -10,7 +10,7 @@ import { COMMAND_INSTALL_SERVER, Notifier } from './notifications';
 import { COMMAND_SHOW_ANSWER, SECTION, type ShowAnswerArgs } from './protocol';
 import { COMMAND_SEARCH_CODEBASE, searchCodebase } from './search';
 import { LlamaServer } from './server';
-import { bundledWheel, ServerInstaller } from './serverInstall';
+import { pythonExtensionInterpreter, ServerInstaller } from './serverInstall';
 import { statsSummary } from './status';
 import { StatusBar } from './statusBar';
 import { resolvedActionNotice } from './verification';
@@ -25,7 +25,7 @@ export function activate(context: vscode.ExtensionContext): void {
     {
       extensionPath: context.extensionPath,
       installRoot,
-      canInstall: () => bundledWheel(context.extensionPath) !== undefined,
+      laterPythons: pythonExtensionInterpreter,
     },
     output,
     traceOutput,

@@ -40,7 +40,7 @@ import {
   type WorkspaceEdit,
 } from './protocol';
 import { repeatsStatusError } from './notifications';
-import { isExecutable, isFile, listDirectory, resolveServerCommand, type ServerCommand } from './serverCommand';
+import { locateServer, PYTHONS, type Located, type ServerCommand } from './serverCommand';
 import { inlineCompletionMiddleware } from './inlineCompletion';
 import { completionEnabled, configurationForServer, initializationOptions, readSettings } from './settings';
 import { applyLoadProgress, applyStatusNotification, initialStatus, type ServerStatus } from './status';
@@ -58,8 +58,8 @@ export interface ServerPlaces {
   extensionPath: string;
   /** Where the extension installs servers (serverInstall.ts): `<global storage>/server`. */
   installRoot: string;
-  /** Whether the extension carries a server to install: then "not found" offers the install. */
-  canInstall(): boolean;
+  /** Pythons to run the bootstrap with when python3 and python cannot (the Python extension's). */
+  laterPythons(): Promise<string[]>;
 }
 
 /** A lightbulb code action the client resolved, with how the server checked its edit. */
@@ -85,6 +85,8 @@ export class LlamaServer implements vscode.Disposable {
   readonly onDidResolveCheck = this.checkResolved.event;
   /** The command the running server was started with. */
   command: ServerCommand | undefined;
+  /** What the last start found: the command, or why none, and what an install would install. */
+  located: Located | undefined;
 
   constructor(
     private readonly places: ServerPlaces,
@@ -143,7 +145,7 @@ export class LlamaServer implements vscode.Disposable {
   async trustGranted(): Promise<void> {
     await this.starting?.catch(() => undefined);
     const client = this.client;
-    const sameServer = sameCommand(this.resolveCommand().command, this.command);
+    const sameServer = sameCommand((await this.locate()).located.command, this.command);
     if (client === undefined || client.state !== State.Running || !sameServer) {
       await this.restart();
       return;
@@ -249,24 +251,21 @@ export class LlamaServer implements vscode.Disposable {
     return settings;
   }
 
-  private resolveCommand(): { command: ServerCommand | undefined; folders: string[] } {
+  private async locate(): Promise<{ located: Located; folders: string[] }> {
     const settings = readSettings(vscode.workspace.getConfiguration(SECTION));
     const folders = (vscode.workspace.workspaceFolders ?? [])
       .filter((f) => f.uri.scheme === 'file')
       .map((f) => f.uri.fsPath);
-    const command = resolveServerCommand(settings.serverCommand, {
-      pathVariable: process.env.PATH ?? '',
-      workspaceFolders: folders,
-      workspaceTrusted: vscode.workspace.isTrusted,
+    const trusted = vscode.workspace.isTrusted;
+    const located = await locateServer(settings.serverCommand, {
       extensionPath: this.places.extensionPath,
-      homeDir: os.homedir(),
-      platform: process.platform,
       installRoot: this.places.installRoot,
-      isExecutable,
-      isFile,
-      listDirectory,
+      trustedFolders: trusted ? folders : [],
+      homeDir: os.homedir(),
+      // In Restricted Mode the selected interpreter may be the workspace's own .venv: not run.
+      bootstrap: { pythons: PYTHONS, laterPythons: trusted ? () => this.places.laterPythons() : undefined, env: process.env },
     });
-    return { command, folders };
+    return { located, folders };
   }
 
   /** A resolved code action's `data.verification`, when the server sent one. */
@@ -278,11 +277,18 @@ export class LlamaServer implements vscode.Disposable {
   }
 
   private async startClient(): Promise<void> {
-    const { command, folders } = this.resolveCommand();
+    const { located, folders } = await this.locate();
+    const command = located.command;
+    this.located = located;
     this.command = command;
     if (command === undefined) {
-      const installServer = this.places.canInstall();
-      const found = installServer ? NOT_FOUND_INSTALLABLE : NOT_FOUND;
+      const installServer = located.installable !== undefined;
+      const found =
+        located.problem !== undefined
+          ? `Could not find the llama-lsp server: ${located.problem}; or set llamaLsp.serverCommand.`
+          : installServer
+            ? NOT_FOUND_INSTALLABLE
+            : NOT_FOUND;
       const message = vscode.workspace.isTrusted ? found : `${found} ${RESTRICTED}`;
       this.output.error(message);
       this.setStatus({ phase: 'error', message, installServer, ...this.carried() });

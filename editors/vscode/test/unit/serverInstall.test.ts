@@ -1,6 +1,7 @@
 /**
- * Installing the bundled server, with real processes: the machine's python3 makes real virtualenvs,
- * pip installs real wheels (small ones built here, without dependencies, so no index is needed).
+ * Installing the bundled server, with real processes: the machine's python3 runs the real bootstrap
+ * (copied into an extension's server/, as `make vsix` packs it), which makes real virtualenvs where pip
+ * installs real wheels (small ones built here, without dependencies, so no index is needed).
  */
 
 import assert from 'node:assert/strict';
@@ -9,16 +10,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, test } from 'node:test';
-import { installedServer, isExecutable, isFile, listDirectory } from '../../src/serverCommand';
-import {
-  bundledWheel,
-  findPython,
-  InstallError,
-  installServer,
-  parsePythonProbe,
-  removeOtherVersions,
-  type BundledWheel,
-} from '../../src/serverInstall';
+import { BOOTSTRAP, BootstrapError, locateServer, runBootstrap } from '../../src/serverCommand';
+import { installServer, removeOtherVersions } from '../../src/serverInstall';
+
+const SOURCE_BOOTSTRAP = path.resolve(__dirname, '..', '..', '..', '..', 'nvim', 'python', BOOTSTRAP);
 
 const temps: string[] = [];
 function tempDir(): string {
@@ -30,14 +25,22 @@ afterEach(() => {
   for (const dir of temps.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-// pip must not reach an index: the wheels built here have no dependencies.
-const offline = { ...process.env, PIP_NO_INDEX: '1' };
+/** An installed extension: the bootstrap in server/; returns the bootstrap's path. */
+function fakeExtension(): string {
+  const server = path.join(tempDir(), 'llama-lsp.llama-lsp-0.1.0', 'server');
+  fs.mkdirSync(server, { recursive: true });
+  fs.copyFileSync(SOURCE_BOOTSTRAP, path.join(server, BOOTSTRAP));
+  return path.join(server, BOOTSTRAP);
+}
+
+// pip must not reach an index: the wheels built here have no dependencies. No llama-lsp on PATH.
+const offline = { ...process.env, PIP_NO_INDEX: '1', PATH: '/usr/bin:/bin' };
 
 /**
  * A real wheel named for `version` whose `llama-lsp --version` prints `printed` (what the real
  * server prints: `llama-lsp <version>`, then the native library's line).
  */
-function buildWheel(dir: string, version: string, printed = version): BundledWheel {
+function buildWheel(dir: string, version: string, printed = version): string {
   const file = path.join(dir, `llama_lsp-${version}-py3-none-any.whl`);
   const script = `
 import base64, hashlib, sys, zipfile
@@ -61,49 +64,30 @@ with zipfile.ZipFile(file, "w") as z:
 `;
   const result = spawnSync('python3', ['-c', script, file, version, printed], { encoding: 'utf8' });
   assert.equal(result.status, 0, result.stderr);
-  return { file, version };
+  return file;
 }
 
-const realFs = { platform: 'linux' as const, isExecutable, isFile, listDirectory };
+async function locate(script: string, root: string) {
+  const ext = path.dirname(path.dirname(script));
+  return locateServer('', { extensionPath: ext, installRoot: root, trustedFolders: [], homeDir: '/', bootstrap: { pythons: ['python3'], env: offline } });
+}
 
-describe('python probe', () => {
-  test('the version and the interpreter; 3.10 and later are new enough', () => {
-    assert.deepEqual(parsePythonProbe('3.11.2 /usr/bin/python3\n'), {
-      version: '3.11.2',
-      executable: '/usr/bin/python3',
-      ok: true,
-    });
-    assert.equal(parsePythonProbe('3.10.0 /opt/py/bin/python')?.ok, true);
-    assert.equal(parsePythonProbe('4.0.1 /x/python')?.ok, true);
-    assert.equal(parsePythonProbe('3.9.18 /usr/bin/python3.9')?.ok, false);
-    assert.equal(parsePythonProbe('2.7.18 /usr/bin/python')?.ok, false);
-  });
-
-  test('a path with spaces is kept whole', () => {
-    assert.equal(parsePythonProbe('3.12.1 /Users/me/My Envs/bin/python')?.executable, '/Users/me/My Envs/bin/python');
-  });
-
-  test('anything else is no answer', () => {
-    assert.equal(parsePythonProbe(''), undefined);
-    assert.equal(parsePythonProbe('Traceback (most recent call last):'), undefined);
-  });
-});
-
-describe('finding Python', () => {
-  test("the machine's python3 is found", async () => {
-    const python = await findPython(['python3']);
-    assert.ok(parsePythonProbe(`${python.version} x`)?.ok, python.version);
-    assert.ok(path.isAbsolute(python.executable), python.executable);
+describe('finding a Python to run the bootstrap with', () => {
+  test("the machine's python3 runs it", async () => {
+    const { result, python } = await runBootstrap(fakeExtension(), ['locate', '--root', tempDir()], { pythons: ['python3'], env: offline });
+    assert.equal(python, 'python3');
+    assert.equal(result.command, null);
   });
 
   test('with no Python on PATH: an error that names what to install, and nothing is created', async () => {
     const emptyPath = tempDir();
     const root = path.join(tempDir(), 'server');
-    const wheel = buildWheel(tempDir(), '0.1.0');
+    const script = fakeExtension();
+    buildWheel(path.dirname(script), '0.1.0');
     await assert.rejects(
-      installServer({ wheel, root, pythons: ['python3', 'python'], env: { PATH: emptyPath } }),
+      installServer({ script, root, pythons: ['python3', 'python'], env: { PATH: emptyPath } }),
       (error: unknown) => {
-        assert.ok(error instanceof InstallError);
+        assert.ok(error instanceof BootstrapError);
         assert.equal(error.step, 'finding Python');
         assert.match(error.message, /Python 3\.10 or later/);
         assert.match(error.message, /python3-venv/);
@@ -116,83 +100,117 @@ describe('finding Python', () => {
   });
 
   test('a Python older than 3.10 is passed over, and named', async () => {
+    // A python3 that is the real one pretending to be 3.8.10: the bootstrap's own check answers.
     const bin = tempDir();
-    fs.writeFileSync(path.join(bin, 'python3'), '#!/bin/sh\necho "3.8.10 /usr/bin/python3.8"\n', { mode: 0o755 });
-    await assert.rejects(findPython(['python3'], { env: { PATH: bin } }), /python3: Python 3\.8\.10, too old/);
-    const real = process.env.PATH ?? '';
-    const found = await findPython(['python3', '/usr/bin/python3'], { env: { PATH: `${bin}:${real}` } });
-    assert.ok(found.executable.startsWith('/usr/bin/python3'), found.executable);
+    const pretend = `import runpy, sys; sys.version_info = (3, 8, 10, 'final', 0); sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')`;
+    fs.writeFileSync(path.join(bin, 'python3'), `#!/bin/sh\nexec /usr/bin/python3 -c "${pretend}" "$@"\n`, { mode: 0o755 });
+    const script = fakeExtension();
+    const args = ['locate', '--root', tempDir()];
+    await assert.rejects(runBootstrap(script, args, { pythons: ['python3'], env: { PATH: bin } }), /python3: Python 3\.8\.10 \(.*\) is older than 3\.10/);
+    const found = await runBootstrap(script, args, { pythons: ['python3', '/usr/bin/python3'], env: { PATH: bin } });
+    assert.equal(found.python, '/usr/bin/python3');
+  });
+
+  test('a Python that cannot make a virtualenv is passed over for the install, and named', async () => {
+    const blocker = tempDir();
+    fs.writeFileSync(path.join(blocker, 'ensurepip.py'), "raise ImportError('no ensurepip here')\n");
+    const bin = tempDir();
+    fs.writeFileSync(path.join(bin, 'python3'), `#!/bin/sh\nPYTHONPATH=${blocker} exec /usr/bin/python3 "$@"\n`, { mode: 0o755 });
+    const script = fakeExtension();
+    buildWheel(path.dirname(script), '0.1.0');
+    const root = path.join(tempDir(), 'server');
+    await assert.rejects(
+      installServer({ script, root, pythons: ['python3'], env: { ...offline, PATH: bin } }),
+      /python3: .* cannot make a virtualenv \(no ensurepip here\)/,
+    );
+    assert.equal(fs.existsSync(root), false);
+    const done = await installServer({ script, root, pythons: ['python3', '/usr/bin/python3'], env: { ...offline, PATH: bin } });
+    assert.equal(done.python, '/usr/bin/python3');
   });
 });
 
 describe('installing the bundled wheel', () => {
-  test('the wheel with the newest version in server/ is the bundled one', () => {
-    const ext = tempDir();
-    fs.mkdirSync(path.join(ext, 'server'));
-    for (const name of ['llama_lsp-0.9.0-py3-none-linux_x86_64.whl', 'llama_lsp-0.10.0-py3-none-linux_x86_64.whl', 'notes.txt']) {
-      fs.writeFileSync(path.join(ext, 'server', name), '');
-    }
-    assert.deepEqual(bundledWheel(ext), {
-      file: path.join(ext, 'server', 'llama_lsp-0.10.0-py3-none-linux_x86_64.whl'),
-      version: '0.10.0',
-    });
-    assert.equal(bundledWheel(tempDir()), undefined);
-  });
-
   test('a corrupt wheel: pip fails, and the version directory does not remain', async () => {
-    const dir = tempDir();
-    const file = path.join(dir, 'llama_lsp-0.3.0-py3-none-linux_x86_64.whl');
+    const script = fakeExtension();
+    const file = path.join(path.dirname(script), 'llama_lsp-0.3.0-py3-none-linux_x86_64.whl');
     fs.writeFileSync(file, 'this is not a zip file');
-    const root = path.join(dir, 'server');
+    const root = path.join(tempDir(), 'server');
     const steps: string[] = [];
     await assert.rejects(
-      installServer({ wheel: { file, version: '0.3.0' }, root, pythons: ['python3'], env: offline, report: (s) => steps.push(s) }),
+      installServer({ script, root, pythons: ['python3'], env: offline, report: (s) => steps.push(s) }),
       (error: unknown) => {
-        assert.ok(error instanceof InstallError);
+        assert.ok(error instanceof BootstrapError);
         assert.equal(error.step, 'installing the server with pip');
         assert.match(error.detail, /zip|wheel|invalid/i);
         return true;
       },
     );
-    assert.deepEqual([...new Set(steps)], ['finding Python', 'creating the virtualenv', 'installing the server with pip']);
+    assert.deepEqual(
+      [...new Set(steps)],
+      ['finding Python', `installing llama-lsp 0.3.0 from ${file}`, 'creating the virtualenv', 'installing the server with pip'],
+    );
     assert.equal(fs.existsSync(path.join(root, '0.3.0')), false);
-    assert.equal(installedServer(root, realFs), undefined);
+    assert.equal((await locate(script, root)).command, undefined);
   });
 
   test('a server whose --version is not the wheel version: the check fails, nothing remains', async () => {
-    const dir = tempDir();
-    const wheel = buildWheel(dir, '0.4.0', '0.3.9');
-    const root = path.join(dir, 'server');
+    const script = fakeExtension();
+    buildWheel(path.dirname(script), '0.4.0', '0.3.9');
+    const root = path.join(tempDir(), 'server');
     await assert.rejects(
-      installServer({ wheel, root, pythons: ['python3'], env: offline }),
+      installServer({ script, root, pythons: ['python3'], env: offline }),
       /checking llama-lsp --version failed: expected "llama-lsp 0\.4\.0", got "llama-lsp 0\.3\.9"/,
     );
     assert.equal(fs.existsSync(path.join(root, '0.4.0')), false);
   });
 
   test('a good wheel: installed, checked, found as the installed server; then an update replaces it', async () => {
-    const dir = tempDir();
-    const root = path.join(dir, 'server');
-    const old = await installServer({ wheel: buildWheel(dir, '0.1.0'), root, pythons: ['python3'], env: offline });
-    assert.equal(old, path.join(root, '0.1.0', 'bin', 'llama-lsp'));
-    assert.deepEqual(installedServer(root, realFs), { command: old, args: [], source: 'installed', version: '0.1.0' });
-
-    const lines: string[] = [];
-    const updated = await installServer({
-      wheel: buildWheel(dir, '0.2.0'),
-      root,
-      pythons: ['python3'],
-      env: offline,
-      log: (line) => lines.push(line),
+    const script = fakeExtension();
+    const root = path.join(tempDir(), 'server');
+    buildWheel(path.dirname(script), '0.1.0');
+    const old = await installServer({ script, root, pythons: ['python3'], env: offline });
+    assert.deepEqual(old, { executable: path.join(root, '0.1.0', 'bin', 'llama-lsp'), version: '0.1.0', python: 'python3' });
+    assert.deepEqual((await locate(script, root)).command, {
+      command: old.executable,
+      args: [],
+      source: 'installed',
+      version: '0.1.0',
+      update: undefined,
     });
+
+    buildWheel(path.dirname(script), '0.2.0'); // a newer extension: its wheel is newer
+    assert.equal((await locate(script, root)).command?.update, '0.2.0');
+    const lines: string[] = [];
+    const updated = await installServer({ script, root, pythons: ['python3'], env: offline, log: (line) => lines.push(line) });
     assert.ok(lines.some((l) => /Successfully installed llama-lsp-0\.2\.0/.test(l)), lines.join('\n'));
     // Both are there until the old one's server has stopped; the newest is the one found.
-    assert.equal(installedServer(root, realFs)?.version, '0.2.0');
-    assert.ok(fs.existsSync(old));
-    removeOtherVersions(root, '0.2.0');
+    assert.equal((await locate(script, root)).command?.version, '0.2.0');
+    assert.ok(fs.existsSync(old.executable));
+    await removeOtherVersions(script, root, '0.2.0', updated.python);
     assert.deepEqual(fs.readdirSync(root), ['0.2.0']);
-    assert.equal(installedServer(root, realFs)?.command, updated);
-    const version = spawnSync(updated, ['--version'], { encoding: 'utf8' });
+    assert.equal((await locate(script, root)).command?.command, updated.executable);
+    const version = spawnSync(updated.executable, ['--version'], { encoding: 'utf8' });
     assert.equal(version.stdout.split('\n')[0], 'llama-lsp 0.2.0');
+  });
+
+  test('cancelled: the bootstrap stops, and what it made is removed', async () => {
+    const script = fakeExtension();
+    buildWheel(path.dirname(script), '0.1.0');
+    const root = path.join(tempDir(), 'server');
+    const abort = new AbortController();
+    await assert.rejects(
+      installServer({
+        script,
+        root,
+        pythons: ['python3'],
+        env: offline,
+        signal: abort.signal,
+        report: (step) => step === 'creating the virtualenv' && abort.abort(),
+      }),
+      /cancelled/,
+    );
+    // The bootstrap cleans up after the signal; give it its moment.
+    for (let i = 0; i < 100 && fs.existsSync(root); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(fs.existsSync(root), false);
   });
 });
