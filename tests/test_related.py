@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lsp_server.assistant import related
+from lsp_server.assistant.codebase import CodebaseIndex
 from lsp_server.assistant.tools.workspace_files import WorkspaceFiles
 
 MODULE = "def drop_lowest(scores):\n    return sorted(scores)[1:]\n"
@@ -79,3 +80,71 @@ def test_at_most_three_definitions(tmp_path: Path):
     report = " ".join(f"helper_{n}" for n in range(5))
     found = related.named_definitions([report], WorkspaceFiles([root]), root / "grades.py")
     assert [d.code.split("(")[0] for d in found] == ["def helper_0", "def helper_1", "def helper_2"]
+
+
+# ---- the code a block uses, from the workspace index ---------------------------------------------
+
+PRICES = '''def discount(price, percent):
+    """The price less `percent` per cent."""
+    return price * (100 - percent) / 100
+
+
+class Ledger:
+    def save(self, path):
+        pass
+'''
+CART = '''from shop.prices import discount, Ledger
+
+
+def subtotal(items):
+    return sum(price for _, price in items)
+
+
+def total(items, percent):
+    """What the cart costs."""
+    ledger = Ledger()
+    ledger.save("cart.log")
+    rounded = round(discount(subtotal(items), percent), 2)
+    return store(rounded)
+'''
+TOTAL = "\n".join(CART.splitlines()[7:]) + "\n"  # `total`, as an action shows it
+
+
+def shop(tmp_path: Path, stores: int = 1) -> tuple[Path, CodebaseIndex]:
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "prices.py").write_text(PRICES)
+    (tmp_path / "shop" / "cart.py").write_text(CART)
+    for n in range(stores):  # `store` defined in this many files
+        (tmp_path / f"backend{n}.py").write_text(f"def store(value):\n    return {n}\n")
+    for n in range(3):  # `save` defined in three more files besides the one cart.py imports
+        (tmp_path / f"files{n}.py").write_text("def save(path):\n    pass\n")
+    index = CodebaseIndex([tmp_path])
+    index.build()
+    return tmp_path / "shop" / "cart.py", index
+
+
+def test_a_block_is_shown_the_definitions_it_uses_from_other_files(tmp_path: Path):
+    cart, index = shop(tmp_path)
+    used = related.used_definitions(TOTAL, cart, CART, index)
+    # First used first. Not shown: `subtotal`, cart.py's own (the model reads the file whole); `round`,
+    # a builtin; `save`, defined in three files cart.py does not import from (inside Ledger, the class
+    # is the definition).
+    assert [(d.shown_path, d.line, d.last_line, d.code.splitlines()[0]) for d in used] == [
+        ("shop/prices.py", 6, 8, "class Ledger:"),
+        ("shop/prices.py", 1, 3, "def discount(price, percent):"),
+        ("backend0.py", 1, 2, "def store(value):"),
+    ]
+    assert used[1].code == PRICES.split("\n\n\n")[0]
+
+
+def test_a_name_defined_in_too_many_files_is_left_out_and_the_budget_holds(tmp_path: Path):
+    cart, index = shop(tmp_path, stores=3)
+    assert "store" not in "".join(d.code for d in related.used_definitions(TOTAL, cart, CART, index))
+    budget = len(related.used_definitions(TOTAL, cart, CART, index)[0].code)
+    assert [d.line for d in related.used_definitions(TOTAL, cart, CART, index, budget)] == [6]
+
+
+def test_other_languages_and_unparsable_blocks_are_shown_nothing(tmp_path: Path):
+    cart, index = shop(tmp_path)
+    assert related.used_definitions("discount(1, 2)\n", cart.with_suffix(".js"), CART, index) == []
+    assert related.used_definitions("def broken(:\n", cart, CART, index) == []

@@ -343,14 +343,27 @@ class CodebaseIndex:
             best.setdefault(shown, round(score, 4))
         return sorted(best.items(), key=lambda item: -item[1])[:limit]
 
+    def definitions(self, name: str) -> list[tuple[str, int, int]]:
+        """Where the function, class or method `name` is defined (the symbol table of the chunks, Python
+        only): (shown path, first line, last line) each, in path order."""
+        with self._lock:
+            if not self._files:
+                return []
+            ranker = self._current_ranker()
+        return ranker.definitions().get(name, [])
+
+    def _current_ranker(self) -> _Ranker:
+        with self._lock:
+            if self._ranker is None:
+                self._ranker = _Ranker(self._files)
+            return self._ranker
+
     def _best_chunks(self, query: str, limit: int) -> list[tuple[str, Chunk, float]]:
         wanted = words(query)
         with self._lock:
             if not wanted or not self._files:
                 return []
-            if self._ranker is None:
-                self._ranker = _Ranker(self._files)
-            ranker = self._ranker
+            ranker = self._current_ranker()
         scores = ranker.scores(wanted)
         top = (
             np.argpartition(-scores, min(limit, len(scores) - 1))[:limit]
@@ -432,7 +445,7 @@ def _loaded_file(entry: Any) -> _File:
 
 
 class _Ranker:
-    """BM25 over every chunk of the index, as it was when built."""
+    """BM25 over every chunk of the index, and its symbol table, as it was when built."""
 
     def __init__(self, files: dict[str, _File]) -> None:
         self.chunks: list[tuple[str, Chunk]] = [
@@ -442,6 +455,19 @@ class _Ranker:
         corpus = [list(chunk.words) or [""] for _, chunk in self.chunks]
         self._bm25.index(corpus, show_progress=False)
         self._weights = np.array([file_weight(shown) for shown, _ in self.chunks])
+        self._definitions: dict[str, list[tuple[str, int, int]]] | None = None
+
+    def definitions(self) -> dict[str, list[tuple[str, int, int]]]:
+        """Each symbol's last name (`method` of `Class.method`) -> where it is defined; made when first
+        asked for."""
+        if self._definitions is None:
+            table: dict[str, list[tuple[str, int, int]]] = {}
+            for shown, chunk in self.chunks:
+                if chunk.symbol is not None:
+                    name = chunk.symbol.rsplit(".", 1)[-1]
+                    table.setdefault(name, []).append((shown, chunk.start_line, chunk.end_line))
+            self._definitions = table
+        return self._definitions
 
     def scores(self, query: list[str]) -> np.ndarray:
         known = [word for word in dict.fromkeys(query) if word in self._bm25.vocab_dict]

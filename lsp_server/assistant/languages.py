@@ -1,6 +1,6 @@
 """The languages whose comments the server can tell from their code, and all that differs between them.
 
-Document (actions.py, `documentation_only`) may only add comments, and that is decided by a real
+Document (actions/document.py) may only add comments, and that is decided by a real
 tokenizer per language, never by what a line looks like: a line that starts with `/*` and ends with `*/`
 can hold code between two comments, and a C comment that ends in a backslash swallows the next line.
 This module owns the table: each language's file suffixes, its tree-sitter grammar (an official grammar
@@ -168,6 +168,12 @@ _BY_SUFFIX = {suffix: language for language in LANGUAGES for suffix in language.
 def for_suffix(suffix: str) -> Language | None:
     """The language of a file suffix (".js"), or None where its comments cannot be told from its code."""
     return _BY_SUFFIX.get(suffix.lower())
+
+
+def fence_tag(suffix: str) -> str:
+    """The language tag of a fenced code block that holds a file of this suffix."""
+    language = for_suffix(suffix)
+    return language.name if language is not None else suffix.lstrip(".")
 
 
 class Parse:

@@ -1,20 +1,26 @@
-"""The code a problem report names: definitions from the workspace's other files that a Fix should read.
+"""Definitions from the workspace's other files that an action should read with the code it changes.
 
-A failing test's report names the test (`test_gradebook.py::test_drop_lowest_scores`) and a type
-checker's names the function called; the message alone rarely says what the code should do, and the
-named code does. A small model does not go and read it with the tools, so a Fix's candidates after a
-failed check are shown it (lsp_server.assistant.block_turn.BlockRequest.second_look).
+Two kinds. The code a problem report names: a failing test's report names the test
+(`test_gradebook.py::test_drop_lowest_scores`) and a type checker's names the function called; the
+message alone rarely says what the code should do, and the named code does, so a Fix's candidates after
+a failed check are shown it (block_turn.BlockRequest.second_look). And the code the block uses: the
+functions and classes it calls that live in other files, found in the workspace index's symbol table,
+which a small model would otherwise guess at (it does not go and read them with the tools).
 Python only (the definitions are found with `ast`); plain text in and out, no LSP, no model.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from . import languages
+from .codebase import CodebaseIndex
 from .edits import split_lines
 from .rewrite import DEFINITIONS, definition_lines
 from .tools.workspace_files import ToolError, WorkspaceFiles
@@ -22,6 +28,17 @@ from .tools.workspace_files import ToolError, WorkspaceFiles
 MAX_DEFINITIONS = 3
 MAX_LINES = 40  # of one definition; a longer one is cut, and says so
 MAX_FILES_READ = 300  # Python files that mention a name; a huge folder must not stall the action
+# Chat's `@codebase`: the chunks that best match the question, at most this much of them (a prompt's
+# tokens are time on a CPU), each cut after RELEVANT_MAX_LINES.
+RELEVANT_BUDGET_CHARS = 3_000
+RELEVANT_MAX_LINES = 40
+RELEVANT_MAX_CHUNKS = 4
+# The code a block uses: at most this much of it is read (a prompt's tokens are time on a CPU), each
+# definition cut after USED_MAX_LINES, and a name defined in more than USED_MAX_PLACES files (`save`,
+# `run`) is left out unless the document imports one of them: which one it means cannot be told.
+USED_BUDGET_CHARS = 2_000
+USED_MAX_LINES = 25
+USED_MAX_PLACES = 2
 _NAME = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b")
 
 
@@ -41,7 +58,8 @@ class Definition:
         )
 
     def as_markdown(self) -> str:
-        return f"`{self.shown_path}`, line {self.line}:\n```python\n{self.code}\n```"
+        fence = languages.fence_tag(PurePosixPath(self.shown_path).suffix)
+        return f"`{self.shown_path}`, line {self.line}:\n```{fence}\n{self.code}\n```"
 
 
 def named_definitions(problems: Sequence[str], workspace: WorkspaceFiles, document: Path) -> list[Definition]:
@@ -94,4 +112,118 @@ def _definitions(text: str, names: set[str], shown_path: str) -> dict[str, Defin
         if last - first + 1 > MAX_LINES:
             code += f"\n# ... ({last - first + 1 - MAX_LINES} more lines)"
         found.setdefault(node.name, Definition(shown_path, first, last, code))
+    return found
+
+
+def used_definitions(
+    code: str, document: Path, document_text: str, index: CodebaseIndex, budget_chars: int = USED_BUDGET_CHARS
+) -> list[Definition]:
+    """The functions and classes that `code` (a block of `document`) uses and that are defined in other
+    files of the index, first-used first, within `budget_chars`. Names the document defines are left
+    out: the model reads the document whole already."""
+    used = _names_used(code) if document.suffix == ".py" else []
+    if not used:
+        return []
+    own = _names_defined(document_text)
+    shown_document = index.workspace.display(document)
+    imported = _imported_paths(document_text)
+    found: list[Definition] = []
+    spent = 0
+    for name in used:
+        if name in own or len(name) < 3 or hasattr(builtins, name):
+            continue
+        places = [place for place in index.definitions(name) if place[0] != shown_document]
+        if len(places) > USED_MAX_PLACES:
+            places = [place for place in places if _imports(imported, place[0])]
+        if not places or len(places) > USED_MAX_PLACES:
+            continue
+        for shown, start, end in places:
+            definition = _read_definition(index, shown, start, end)
+            if definition is None or any(d.encloses(definition) or d == definition for d in found):
+                continue
+            if spent + len(definition.code) > budget_chars:
+                return found
+            spent += len(definition.code)
+            found.append(definition)
+    return found
+
+
+def _names_used(code: str) -> list[str]:
+    """The names `code` loads and the attributes it reads, in order of first use."""
+    try:
+        tree = ast.parse(textwrap.dedent(code))
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    nodes = sorted(
+        (node for node in ast.walk(tree) if isinstance(node, ast.Name | ast.Attribute)),
+        key=lambda node: (node.lineno, node.col_offset),
+    )
+    names = [
+        node.id if isinstance(node, ast.Name) else node.attr
+        for node in nodes
+        if isinstance(node, ast.Attribute) or isinstance(node.ctx, ast.Load)
+    ]
+    return list(dict.fromkeys(names))
+
+
+def _names_defined(text: str) -> set[str]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return set()
+    return {node.name for node in ast.walk(tree) if isinstance(node, DEFINITIONS)}
+
+
+def _imported_paths(text: str) -> set[str]:
+    """The module paths (`pkg/mod`) the document imports from, for telling which of a name's places it
+    means."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return set()
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules.add(node.module.replace(".", "/"))
+        elif isinstance(node, ast.Import):
+            modules.update(alias.name.replace(".", "/") for alias in node.names)
+    return modules
+
+
+def _imports(modules: set[str], shown: str) -> bool:
+    stem = shown.removesuffix(".py").removesuffix("/__init__")
+    return any(stem == module or stem.endswith("/" + module) for module in modules)
+
+
+def _read_definition(
+    index: CodebaseIndex, shown: str, start: int, end: int, max_lines: int = USED_MAX_LINES
+) -> Definition | None:
+    try:
+        text = index.workspace.read_text(index.workspace.resolve(shown))
+    except ToolError:
+        return None
+    lines = split_lines(text)[start - 1 : end]
+    code = "".join(lines[:max_lines]).rstrip()
+    if len(lines) > max_lines:
+        code += f"\n... ({len(lines) - max_lines} more lines)"
+    return Definition(shown, start, end, code)
+
+
+def relevant_code(
+    question: str, index: CodebaseIndex, budget_chars: int = RELEVANT_BUDGET_CHARS
+) -> list[Definition]:
+    """The chunks of the index that best match the words of `question`, best first, as the files are on
+    disk, within `budget_chars` (the first whatever its length: RELEVANT_MAX_LINES at most)."""
+    found: list[Definition] = []
+    spent = 0
+    for hit in index.search(question, limit=2 * RELEVANT_MAX_CHUNKS):
+        definition = _read_definition(index, hit.path, hit.start_line, hit.end_line, RELEVANT_MAX_LINES)
+        if definition is None or any(d.encloses(definition) or definition.encloses(d) for d in found):
+            continue
+        if found and spent + len(definition.code) > budget_chars:
+            break
+        found.append(definition)
+        spent += len(definition.code)
+        if len(found) == RELEVANT_MAX_CHUNKS:
+            break
     return found

@@ -53,11 +53,11 @@ SECONDS_PER_TOKEN = 1.0  # a remote request's deadline gives the server this lon
 
 @dataclass(frozen=True)
 class RemoteConfig:
-    """Where the remote engine (remote.py) finds its server; here so that settings can hold one without
+    """Where the remote engine (engine/remote/) finds its server; here so that settings can hold one without
     importing the `openai` package."""
 
     url: str  # the API's base URL, e.g. http://host:8080/v1; it may hold credentials (user:password@)
-    model: str | None = None  # None: the one model the server serves (remote.py finds it)
+    model: str | None = None  # None: the one model the server serves (the remote engine finds it)
     api_key_env: str | None = None  # the environment variable that holds the key; the key is never stored
     timeout_s: float = 600.0  # the longest wait for the server's next bytes (the first: the prompt is read)
     connect_timeout_s: float = 10.0

@@ -20,7 +20,7 @@ from urllib.parse import unquote
 from lsprotocol import types
 from pygls.workspace import Workspace
 
-from ..assistant import actions
+from ..assistant import actions, related
 from ..assistant.actions import Action, Output
 from ..assistant.block_turn import BlockRequest
 from . import documents, lsp_json, protocol
@@ -148,7 +148,10 @@ async def _run(turns: TurnService, request: protocol.CodeActionRequest, action: 
         selected = (request.range.start.line + 1, max(request.range.start.line + 1, request.range.end.line))
         first, last, code = action.code_shown(source, *selected, python=path.suffix == ".py")
         language = actions.fence_language(path)
-        message = actions.code_message(turn.shown_path, first, last, code, language, request.diagnostics)
+        used = await _definitions_used(turn, action, code)
+        message = actions.code_message(
+            turn.shown_path, first, last, code, language, request.diagnostics, used
+        )
         second_look = ""
         if turn.verifier is not None:  # what it gives is read only after a failed check
             # Off the event loop: it may walk the folder.
@@ -172,6 +175,17 @@ async def _run(turns: TurnService, request: protocol.CodeActionRequest, action: 
     outcome["edit"] = edit
     outcome["verification"] = turn.verification()
     return outcome
+
+
+async def _definitions_used(turn: DocumentTurn, action: Action, code: str) -> list[related.Definition]:
+    """What the code uses from the workspace's other files, as far as the index knows them by now (it may
+    still be building: an action never waits for it)."""
+    budget = action.definitions_budget()
+    index = turn.runner.index
+    if not budget or index is None or turn.path is None:
+        return []
+    # Off the event loop: it reads files.
+    return await asyncio.to_thread(related.used_definitions, code, turn.path, turn.text, index, budget)
 
 
 async def _write_edit(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import languages, rewrite
+from .. import languages, related, rewrite
 from ..checks.verifier import CheckPolicy
 from ..edits import split_lines
 from ..tools.proposals import Admission
@@ -105,6 +105,11 @@ class Action:
             )
         return min(max(max_tokens, len(code) // 2), bound)
 
+    def definitions_budget(self) -> int:
+        """Characters of the definitions from other files that the code uses, read with it (0: none;
+        related.used_definitions)."""
+        return related.USED_BUDGET_CHARS
+
     def second_look(
         self, diagnostics: tuple[dict[str, Any], ...], workspace: WorkspaceFiles, path: Path
     ) -> str:
@@ -132,16 +137,25 @@ def _lines(source: str, first: int, last: int) -> tuple[int, int, str]:
 
 def fence_language(path: Path) -> str:
     """The language tag of the code's fenced block."""
-    language = languages.for_suffix(path.suffix)
-    return language.name if language is not None else path.suffix.lstrip(".")
+    return languages.fence_tag(path.suffix)
 
 
 def code_message(
-    shown_path: str, first: int, last: int, code: str, language: str, diagnostics: tuple[dict[str, Any], ...]
+    shown_path: str,
+    first: int,
+    last: int,
+    code: str,
+    language: str,
+    diagnostics: tuple[dict[str, Any], ...],
+    used: list[related.Definition] | None = None,
 ) -> str:
-    """The code the action is about, and the problems reported in it. The instruction comes after it:
-    small models follow what they read most recently."""
+    """The definitions from other files that the code uses, the code the action is about, and the
+    problems reported in it. The instruction comes after it: small models follow what they read most
+    recently."""
     message = f"Lines {first}-{last} of `{shown_path}`:\n```{language}\n{code}```"
+    if used:
+        shown = "\n\n".join(definition.as_markdown() for definition in used)
+        message = f"Defined in other files, and used by lines {first}-{last}:\n{shown}\n\n{message}"
     if diagnostics:
         problems = "\n".join(
             f"- line {d['range']['start']['line'] + 1}: {d.get('message', '')}" for d in diagnostics

@@ -11,6 +11,9 @@ from .base import Action, _lines
 
 @dataclass(frozen=True)
 class Explain(Action):
+    def definitions_budget(self) -> int:
+        return 0
+
     def check_policy(self) -> CheckPolicy | None:
         return None
 

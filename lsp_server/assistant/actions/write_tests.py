@@ -28,6 +28,9 @@ REPORT_TAIL_CHARS = 32_000
 
 @dataclass(frozen=True)
 class WriteTests(Action):
+    def definitions_budget(self) -> int:
+        return 0
+
     def check_policy(self) -> CheckPolicy | None:
         return KeepPassingTests()
 
