@@ -4,7 +4,7 @@ Each measurement owns one section of a doc, between a `<!-- begin KEY ... -->` a
 comment: a heading, one line saying where the figures come from (date, commit, machine, threads, model,
 what lies behind each figure), the figures as markdown tables, and a sentence or two on what is measured.
 A run replaces only the sections it measured; the rest of the file, and every other section, stays as
-it is. A section the file does not hold yet is added at its end.
+it is. A section the file does not hold yet goes after its last section.
 
 The docs are for reading, the console output for working: a run prints its details as before and
 writes only its summary here.
@@ -168,14 +168,19 @@ def keys(text: str) -> list[str]:
 
 
 def replace_section(text: str, section: Section, made_by: str) -> str:
-    """text with section's block replaced, or added at the end when text has none; nothing else changes."""
+    """text with section's block replaced; a section text lacks goes after its last section (before what
+    is written by hand below them), or at the end of a text with none. Nothing else changes."""
     body = section.markdown(made_by)
     found = _block(section.key).findall(text)
     if len(found) > 1:
         raise ValueError(f"{len(found)} sections named {section.key!r}")
     if found:
         return _block(section.key).sub(lambda _: body, text, count=1)
-    return text.rstrip("\n") + "\n\n" + body + "\n"
+    ends = list(re.finditer(r"^<!-- end \S+ -->$", text, flags=re.MULTILINE))
+    if not ends:
+        return text.rstrip("\n") + "\n\n" + body + "\n"
+    at = ends[-1].end()
+    return text[:at] + "\n\n" + body + text[at:]
 
 
 def write(path: Path, sections: Sequence[Section], made_by: str) -> None:

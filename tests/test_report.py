@@ -62,12 +62,15 @@ def test_a_run_replaces_its_own_section_and_leaves_the_rest_byte_for_byte() -> N
     assert "| a thing | 2 ms |" in replaced and replaced.count("| a thing | 1 ms |") == 1
 
 
-def test_a_section_the_doc_lacks_is_added_at_its_end() -> None:
+def test_a_section_the_doc_lacks_goes_after_its_last_section_or_at_the_end() -> None:
     text = "# Quality\n\nBy hand.\n"
     added = report.replace_section(text, section("eval/fix/auto"), "`make eval`")
     assert added.startswith(text.rstrip("\n") + "\n\n<!-- begin eval/fix/auto: ")
     assert added.endswith("<!-- end eval/fix/auto -->\n")
-    assert report.keys(added) == ["eval/fix/auto"]
+    tail = "\n\n## Measured once\n\nBy hand, below the sections.\n"
+    again = report.replace_section(added.rstrip("\n") + tail, section("eval-chat"), "`make eval-chat`")
+    assert report.keys(again) == ["eval/fix/auto", "eval-chat"]
+    assert again.endswith("<!-- end eval-chat -->" + tail)
 
 
 def test_a_key_that_is_a_prefix_of_another_does_not_touch_it() -> None:

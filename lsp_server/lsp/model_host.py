@@ -165,7 +165,7 @@ class ModelHost:
     def _engine_for(settings: Settings) -> tuple[ChatEngine, Callable[[EngineError], ModelUnavailable]]:
         """The engine the settings ask for, not loaded yet, and how to report that it failed to load."""
         if settings.backend is not None:
-            from ..engine.remote import RemoteEngine  # the openai package takes a second to import
+            from ..engine.remote import RemoteEngine  # the openai package is slow to import
 
             return RemoteEngine(settings.backend), lambda exc: ModelUnavailable(str(exc), retry=True)
         try:

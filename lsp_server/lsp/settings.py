@@ -190,8 +190,8 @@ class Settings:
         doc="Seconds one run of `#verifyCommand#` may take before it is stopped and counted as failed.",
         bounds=(1, 3600),
     )
-    # 2: on the eval's 30 Fix tasks (1.5B), no task passed on a third write, and a failing Fix took half
-    # the time with two (2026-12-04; the README's "A code action's time").
+    # 2: on the eval's Fix tasks no task passed on a third write, and a failing Fix is done much sooner
+    # with two (docs/quality.md, "Measured once").
     max_verify_attempts: int = setting(
         2,
         doc="How many proposed edits `#verifyCommand#` checks per request before the first failed one is "

@@ -328,8 +328,8 @@ class CheckSandbox:
                     f'"Checking edits"): allow them, {NOT_ISOLATED}'
                 )
             _WORKING.add(bwrap)
-            # The trees every check gets are scanned for sockets now (about half a second for a Python
-            # installation), while the model writes, rather than when the first check waits on it.
+            # The trees every check gets are scanned for sockets now (a Python installation is a large
+            # tree), while the model writes, rather than when the first check waits on it.
             trees = _bound_trees((), os.environ.get("PATH", os.defpath))
             await asyncio.to_thread(_sockets_in, trees)
         return "bwrap"
@@ -447,7 +447,7 @@ def _bound_trees(venvs: Iterable[Path], path_variable: str) -> list[str]:
 
 
 # Sockets found in a tree, by tree: each is scanned once per process (an installation does not grow
-# sockets; scanning a Python installation takes a second or two).
+# sockets, and scanning one is slow).
 _SOCKETS: dict[str, list[str]] = {}
 
 

@@ -30,9 +30,9 @@ def _tool(
 
 
 # Every token here is read before every first answer and sits in every slot's cache, and each tool costs
-# ~40 tokens of the template's JSON before its first word: so four tools, whose arguments are named so
-# that they need no description of their own (system prompt and tools: 771 tokens with six described
-# tools, 457 now; `tests/test_prompt_budget.py` holds the budget). There is no tool for diagnostics:
+# tens of tokens of the template's JSON before its first word: so four tools, whose arguments are named
+# so that they need no description of their own (`tests/test_prompt_budget.py` holds the budget; what
+# six described tools cost is in docs/performance.md, "Measured once"). There is no tool for diagnostics:
 # a chat request carries none, and a Fix has its own in its prompt. Listing the files is a search with
 # no pattern; creating a file stays a tool of its own: asked for a new file, the 1.5B model called
 # create_file, but with only `edit` (an empty old_text) it wrote the call as text instead.
