@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lsp_server.assistant import actions, rewrite
-from lsp_server.assistant.actions.base import Action, _lines
+from lsp_server.assistant.actions.base import Action, selected_lines
 from lsp_server.assistant.checks.verifier import CheckPolicy
 from lsp_server.assistant.tools.proposals import Admission
 from lsp_server.assistant.tools.runner import ToolRunner
@@ -32,7 +32,7 @@ class SortLines(Action):
         return only_reordered
 
     def code_shown(self, source: str, first: int, last: int, python: bool) -> tuple[int, int, str]:
-        return _lines(source, first, last)
+        return selected_lines(source, first, last)
 
     def propose_block(
         self, runner: ToolRunner, path: Path, source: str, first: int, last: int, test_file: str, code: str

@@ -19,6 +19,8 @@ Prints one row per case and the totals; --json writes every record (after each c
 stops keeps what it did). A run of every case on this checkout's server replaces its section of
 docs/quality.md (harness/report.py), keyed by the model; a run of some cases (`--cases`), or of another
 server (`--server-command`, `--server-cwd`), writes nothing there, nor does one with `--no-docs`.
+`--codebase` asks each question with `@codebase` (the workspace code that best matches it read first),
+for comparing chat with and without the index's chunks in its prompt.
 """
 
 from __future__ import annotations
@@ -159,7 +161,7 @@ async def ask(
         started = time.monotonic()
         try:
             answer = await asyncio.wait_for(
-                client.request(protocol.CHAT, {"message": case["question"], "partialResultToken": "chat"}),
+                client.request(protocol.CHAT, {"message": outcome.question, "partialResultToken": "chat"}),
                 CHAT_TIMEOUT_S,
             )
         except JsonRpcException as exc:
@@ -215,7 +217,8 @@ async def index_built(client: ChatClient) -> float | None:
 def run_case(
     case: dict[str, Any], args: argparse.Namespace, command: list[str], workspace: Path, files: list[str]
 ) -> Outcome:
-    outcome = Outcome(case["id"], case["repo"], case["question"], case["gold"])
+    question = f"@codebase {case['question']}" if args.codebase else case["question"]
+    outcome = Outcome(case["id"], case["repo"], question, case["gold"])
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="llama-lsp-eval-chat-") as cache:
         options: dict[str, Any] = {"model": args.model, "threads": args.threads, "cacheDir": cache}
@@ -357,6 +360,11 @@ def main() -> int:
     )
     parser.add_argument("--server-log", action="store_true", help="show each server's log on stderr")
     parser.add_argument(
+        "--codebase",
+        action="store_true",
+        help="ask each question with @codebase: the workspace code that best matches it is read first",
+    )
+    parser.add_argument(
         "--mirrors", type=Path, default=MIRRORS, help=f"the repositories' mirrors ({MIRRORS})"
     )
     parser.add_argument("--snapshots", type=Path, default=CACHE, help=f"where the workspaces go ({CACHE})")
@@ -393,10 +401,12 @@ def main() -> int:
             write_json(args.json, args, command, outcomes)
     print_totals(outcomes)
     default_server = args.server_command == parser.get_default("server_command") and args.server_cwd is None
-    if not args.no_docs and len(cases) == len(every) and default_server:
+    if not args.no_docs and len(cases) == len(every) and default_server and not args.codebase:
         report.write(report.QUALITY, [doc_section(outcomes, args)], "`make eval-chat`")
     elif not args.no_docs:
-        print("docs/quality.md: nothing written: some cases, or another server than this checkout's")
+        print(
+            "docs/quality.md: nothing written: some cases, @codebase, or another server than this checkout's"
+        )
     return 0
 
 

@@ -85,7 +85,7 @@ class Action:
         """The 1-based inclusive lines the model reads for a selection of lines first..last, and their
         code: here the unit it writes again, the function or class that holds the selection."""
         first, last = rewrite.enclosing_block(source, first, last, python=python)
-        return _lines(source, first, last)
+        return selected_lines(source, first, last)
 
     def block_instruction(self, source: str, first: int, last: int, python: bool) -> tuple[str, str]:
         """The instruction template that asks for the block at lines first..last, and the name of the
@@ -129,7 +129,8 @@ class Action:
         return runner.proposals.propose_text(path, rewrite.replace_lines(source, first, last, code))
 
 
-def _lines(source: str, first: int, last: int) -> tuple[int, int, str]:
+def selected_lines(source: str, first: int, last: int) -> tuple[int, int, str]:
+    """Lines first..last of `source` (1-based, inclusive, the last one within the text) and their code."""
     lines = split_lines(source)
     last = min(last, max(len(lines), 1))
     return first, last, "".join(lines[first - 1 : last])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..checks.verifier import CheckPolicy
-from .base import Action, _lines
+from .base import Action, selected_lines
 
 
 @dataclass(frozen=True)
@@ -19,4 +19,4 @@ class Explain(Action):
 
     def code_shown(self, source: str, first: int, last: int, python: bool) -> tuple[int, int, str]:
         """The selection itself: an answer is about what was selected, not the unit around it."""
-        return _lines(source, first, last)
+        return selected_lines(source, first, last)
