@@ -7,11 +7,11 @@ the turn goes through two phases:
 - feedback: a block that cannot be the edit (does not apply or parse) goes back to the model with why,
   and the model writes it again after reading that, in the same exchange;
 - candidates: once a check failed, every later answer is a fresh candidate for the request's prompt
-  (with its second look, where it has one), not a reply to the failure. On the eval's 30 Fix tasks
-  with the 1.5B model, a retry that reads the failed test's output (then the second look) passed 9,
-  fresh candidates 10 (2026-12-04); and the prompt's start stays the cached one, so a candidate decodes
-  little more than its answer. Write tests is the exception (`reads_failed_checks`): its failures show
-  the results the code really gives, which is what its next answer needs.
+  (with its second look, where it has one), not a reply to the failure: on the eval's Fix tasks a
+  retry that reads the failed test's output did no better (docs/quality.md), and the prompt's start
+  stays the cached one, so a candidate decodes little more than its answer. Write tests is the
+  exception (its action's `reads_failed_checks`): its failures show the results the code really
+  gives, which is what its next answer needs.
 
 An answer's words before its code are a sentence or two; one that goes on past WORDS_MAX_CHARS with
 no code is stopped there and goes on from an opened fence too, without the sentences it repeated.
@@ -39,9 +39,8 @@ from .tools.schemas import TOOL_NAMES, schemas_for
 
 log = logging.getLogger("llama_lsp.block_turn")
 
-# The longest an answer's words before its code may run: a sentence or two is asked for. On the eval's
-# 30 Fix tasks the 1.5B model looped in 6 answers of 2 tasks, writing one sentence again and again
-# until the answer's bound (~1,000 tokens each, 2026-12-04).
+# The longest an answer's words before its code may run: a sentence or two is asked for, and a small
+# model may loop, writing one sentence again and again until the answer's bound.
 WORDS_MAX_CHARS = 1000
 
 Message = dict[str, Any]
