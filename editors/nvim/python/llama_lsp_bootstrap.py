@@ -384,12 +384,12 @@ def install(out: Output, root: Path, wheel: str | None, prune_others: bool) -> d
     shutil.rmtree(target, ignore_errors=True)  # what an interrupted install left
     try:
         root.mkdir(parents=True, exist_ok=True)
-        python = f"{sys.executable} (Python {'.'.join(map(str, sys.version_info[:3]))})"
+        python = ".".join(map(str, sys.version_info[:3]))
         run_step(
             out,
             1,
             "creating the virtualenv",
-            f"{python} -m venv {target}",
+            f"{sys.executable} -m venv {target} (Python {python})",
             [sys.executable, "-m", "venv", str(target)],
             VENV_TIMEOUT,
             PYTHON_HINT,

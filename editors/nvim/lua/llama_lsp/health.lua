@@ -1,6 +1,6 @@
----`:checkhealth llama_lsp`: which server is found and where (the setting, PATH, :LlamaInstall), does it
----start and which version, is the model there and loaded, do checks run (which folders are trusted), is
----inline completion on and offered.
+---`:checkhealth llama_lsp`: which server is found and where (the setting, PATH, a .venv, :LlamaInstall),
+---does it start and which version, is the model there and loaded, do checks run (which folders are
+---trusted), is inline completion on and offered.
 local config = require("llama_lsp.config")
 local protocol = require("llama_lsp.protocol")
 local server = require("llama_lsp.server")
@@ -35,12 +35,13 @@ local function check_neovim()
   end
 end
 
----Which server, where from (the setting, PATH, :LlamaInstall) and its version.
+---Which server, where from (the setting, PATH, a .venv, :LlamaInstall) and its version.
 ---@return string[]? cmd  the server's command, when it starts
 local function check_server()
-  local found = server.locate()
+  local root = vim.lsp.get_clients({ name = protocol.CLIENT_NAME })[1]
+  local found, why = server.locate(root and root.root_dir or nil)
   if not found then
-    health.error(server.NOT_FOUND, {
+    health.error(server.NOT_FOUND .. (why and (" " .. why) or ""), {
       "Run :LlamaInstall: it installs the server into " .. server.root(),
       "Or install llama-lsp on PATH (see its README), or set `cmd` in require('llama_lsp').setup()",
     })
@@ -59,10 +60,17 @@ local function check_server()
     return nil
   end
   health.ok(string.format("server: %s (%s)", vim.fn.exepath(executable), server.SOURCES[found.source]))
-  local installed = server.installed()[1]
-  if installed and found.source ~= "installed" then
+  local installed = found.source == "setting" and (server.find() or {}).installed or found.installed
+  local newest = installed and installed[1]
+  if newest and found.source ~= "installed" then
     health.info(
-      string.format("also installed by :LlamaInstall, not used: llama-lsp %s in %s", installed.version, installed.dir)
+      string.format("also installed by :LlamaInstall, not used: llama-lsp %s in %s", newest.version, newest.dir)
+    )
+  end
+  if found.update then
+    health.warn(
+      string.format("llama-lsp %s can be installed (this one is %s)", found.update, found.version),
+      { "Run :LlamaInstall" }
     )
   end
   local code, output = run(found.cmd, { "--version" })

@@ -90,9 +90,9 @@ function M.attach(bufnr)
   if not root then
     return nil
   end
-  local found = server.locate()
+  local found, why = server.locate(root)
   if not found then
-    server.warn_missing()
+    server.warn_missing(why)
     return nil
   end
   local settings = settings_for(root)
