@@ -67,7 +67,7 @@ async def test_codebase_in_a_question_reads_the_code_that_best_matches_it_first(
     (tmp_path / "shop" / "prices.py").write_text(PRICES)
     (tmp_path / "shop" / "cart.py").write_text(CART)
     (tmp_path / "notes.py").write_text("def unrelated():\n    return 'weather'\n")
-    model = ScriptedModel(["In `shop/prices.py:1`."] * 2, rendered_probe)
+    model = ScriptedModel(["In `shop/prices.py:1`."] * 3, rendered_probe)
     threading.Thread(target=model.serve_forever, daemon=True).start()
     try:
         async with language_server(tmp_path, {"url": model.url, "model": "scripted"}) as client:
@@ -79,11 +79,16 @@ async def test_codebase_in_a_question_reads_the_code_that_best_matches_it_first(
             asked = "@codebase Where is the discount of a price computed?"
             answer = await client.request(protocol.CHAT, {"message": asked})
             await client.request(protocol.CHAT, {"message": "Where is the discount of a price computed?"})
+            always = {"backend": {"url": model.url, "model": "scripted"}, "chatCodebase": "always"}
+            client.workspace_did_change_configuration(
+                types.DidChangeConfigurationParams(settings={"llamaLsp": always})
+            )
+            await client.request(protocol.CHAT, {"message": "Where is the discount of a price computed?"})
     finally:
         model.shutdown()
         model.server_close()
     assert answer["content"] == "In `shop/prices.py:1`."
-    with_codebase, without = (request["messages"][-1]["content"] for request in model.requests)
+    with_codebase, without, always_read = (request["messages"][-1]["content"] for request in model.requests)
     assert with_codebase.startswith(
         "Code from the workspace that may answer it:\n`shop/prices.py`, line 1:\n"
     )
@@ -93,3 +98,4 @@ async def test_codebase_in_a_question_reads_the_code_that_best_matches_it_first(
     )
     assert "`path:line`" in with_codebase
     assert "def discount" not in without and "`path:line`" not in without
+    assert "def discount" in always_read  # chatCodebase "always": as if every question said @codebase

@@ -9,6 +9,7 @@ import gzip
 import json
 import os
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,11 @@ from lsp_server.assistant import codebase, languages
 from lsp_server.assistant.codebase import CodebaseIndex, words
 from lsp_server.assistant.tools.runner import ToolRunner
 from lsp_server.assistant.tools.workspace_files import WorkspaceFiles
-from lsp_server.lsp import protocol
+from lsp_server.lsp import protocol, settings
 
 from .lsp_client import AssistantClient, open_document
+from .test_chat_answers import ScriptedModel, rendered_probe  # noqa: F401 (a fixture)
+from .test_remote_backend import language_server
 
 RETRY = '''"""Talking to the server."""
 
@@ -207,6 +210,51 @@ def test_files_that_are_not_code_are_skipped_and_counted(tmp_path: Path, monkeyp
     assert index.n_files == 1
 
 
+def test_excluded_and_oversized_files_are_left_out_even_when_indexed_before(repo: Path):
+    net = repo / "src" / "net.py"
+    net.write_text(RETRY + "# padding\n" * 200)  # 2 KB and more
+    index = CodebaseIndex([repo])
+    index.build()
+    saved = repo.parent / "saved.json.gz"
+    index.save(saved)
+    assert {"src/net.py", "src/shapes.py"} <= {hit.path for hit in index.search("reach server area", 10)}
+    # The user excludes a file and lowers the size bound: the saved index is read, and what it held
+    # that is now left out goes, though neither file changed.
+    bounded = CodebaseIndex([repo], exclude=["**/shapes*"], max_file_bytes=1024)
+    assert bounded.load(saved)
+    bounded.build()
+    assert bounded.skipped.counts == {"excluded (codebaseExclude)": 1, "over 1 KB": 1}
+    assert not {"src/net.py", "src/shapes.py"} & {hit.path for hit in bounded.search("reach server area", 10)}
+    bounded.update(repo / "src" / "shapes.py")  # a save of an excluded file indexes nothing
+    assert "src/shapes.py" not in {hit.path for hit in bounded.search("area width height", 5)}
+
+
+@pytest.mark.parametrize(
+    ("shown", "patterns", "left_out"),
+    [
+        ("tests/fixtures/a.py", ["**/fixtures"], True),
+        ("fixtures/a.py", ["**/fixtures"], True),
+        ("a/fixtures/b/c.py", ["fixtures"], True),  # no `/`: a name at any depth
+        ("docs/a.md", ["docs/*.md"], True),
+        ("docs/x/a.md", ["docs/*.md"], False),  # `*` stays within a name
+        ("docs/x/a.md", ["docs/**/*.md"], True),
+        ("static/app.min.js", ["*.min.js"], True),
+        ("src/app.js", ["*.min.js"], False),
+        ("src/vendor.py", ["vendor"], False),
+    ],
+)
+def test_exclude_globs_match_as_gitignore_does(shown: str, patterns: list[str], left_out: bool):
+    assert codebase.excluded(shown, patterns) is left_out
+
+
+def test_exclude_globs_are_checked_as_settings(tmp_path: Path):
+    merged, warnings = settings.merge(settings.Settings(), {"codebaseExclude": ["**/fixtures", " "]})
+    assert merged.codebase_exclude == ("**/fixtures",) and not warnings
+    for bad in ("**/fixtures", [3], ["x" * 501], ["a"] * 201):
+        merged, warnings = settings.merge(settings.Settings(), {"codebaseExclude": bad})
+        assert merged.codebase_exclude == () and warnings and "codebaseExclude" in warnings[0], warnings
+
+
 def test_the_index_is_bounded_and_survives_files_that_vanish(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     root = tmp_path / "many"
     root.mkdir()
@@ -293,3 +341,40 @@ async def test_search_codebase_refuses_bad_params_and_keeps_serving(client: Assi
         await client.request(protocol.SEARCH_CODEBASE, params)
     assert error.value.code == -32602 and error.value.message
     assert (await client.request(protocol.SEARCH_CODEBASE, {"query": "restock"}))["results"]
+
+
+async def test_the_index_follows_its_settings_while_the_server_runs(
+    repo: Path,
+    rendered_probe: str,  # noqa: F811
+):
+    model = ScriptedModel([], rendered_probe)  # the index needs no model; the backend needs one to load
+    threading.Thread(target=model.serve_forever, daemon=True).start()
+    backend = {"url": model.url, "model": "scripted"}
+    try:
+        async with language_server(repo, backend, options={"codebaseIndex": False}) as client:
+            found = await client.request(protocol.SEARCH_CODEBASE, {"query": "area width height"})
+            assert found == {"results": [], "indexed": {"files": 0, "chunks": 0, "ready": False}}
+
+            def configure(**options: Any) -> None:
+                settings = {"backend": backend, **options}
+                client.workspace_did_change_configuration(
+                    types.DidChangeConfigurationParams(settings={"llamaLsp": settings})
+                )
+
+            configure(codebaseIndex=True)  # turned on: built, without a restart
+            found = await indexed(client, "area width height")
+            assert found["results"][0]["symbol"] == "area" and found["indexed"]["files"] == 5
+            configure(codebaseIndex=True, codebaseExclude=["src/shapes.py"])  # built again without it
+            for _ in range(300):
+                found = await client.request(protocol.SEARCH_CODEBASE, {"query": "area width height"})
+                if found["indexed"]["ready"] and found["indexed"]["files"] == 4:
+                    break
+                await asyncio.sleep(0.1)
+            assert found["indexed"]["files"] == 4, found
+            assert all(result.get("symbol") != "area" for result in found["results"]), found
+            configure(codebaseIndex=False)  # turned off: dropped
+            found = await client.request(protocol.SEARCH_CODEBASE, {"query": "area width height"})
+            assert found["indexed"] == {"files": 0, "chunks": 0, "ready": False}
+    finally:
+        model.shutdown()
+        model.server_close()

@@ -42,16 +42,22 @@ LONG_ANSWER = "Count from 1 to 300, one number per line."
 
 @asynccontextmanager
 async def language_server(
-    workspace: Path, backend: dict[str, Any], env: dict[str, str] | None = None
+    workspace: Path,
+    backend: dict[str, Any],
+    env: dict[str, str] | None = None,
+    options: dict[str, Any] | None = None,
 ) -> AsyncIterator[AssistantClient]:
-    """One editor's language server, on the given backend, started and initialized; shut down after."""
+    """One editor's language server, on the given backend (and `options` over OPTIONS), started and
+    initialized; shut down after."""
     config = ClientServerConfig(
         server_command=SERVER_COMMAND, client_factory=make_client, server_env={**os.environ, **(env or {})}
     )
     client = await config.start()
     assert isinstance(client, AssistantClient)
     try:
-        await client.initialize_session(initialize_params(workspace, {**OPTIONS, "backend": backend}))
+        await client.initialize_session(
+            initialize_params(workspace, {**OPTIONS, **(options or {}), "backend": backend})
+        )
         await settled(client)
         yield client
     finally:

@@ -36,9 +36,8 @@ VSCODE_README = ROOT / "editors" / "vscode" / "README.md"
 LUA_CONFIG = ROOT / "editors" / "nvim" / "lua" / "llama_lsp" / "config.lua"
 LUA_TRUST = ROOT / "editors" / "nvim" / "lua" / "llama_lsp" / "trust.lua"
 NVIM_HELP = ROOT / "editors" / "nvim" / "doc" / "llama_lsp.txt"
-README = ROOT / "README.md"
 # What render() writes (parts of some: the rest of them is written by hand, or by the protocol's generator).
-FILES = (PACKAGE_JSON, TS_SETTINGS, VSCODE_README, LUA_CONFIG, LUA_TRUST, NVIM_HELP, PROTOCOL_DOC, README)
+FILES = (PACKAGE_JSON, TS_SETTINGS, VSCODE_README, LUA_CONFIG, LUA_TRUST, NVIM_HELP, PROTOCOL_DOC)
 
 GENERATOR = "lsp_server/lsp/settings.py, `make generate`"
 # The extension's own settings, declared by hand in package.json: read by the extension (settings.ts)
@@ -75,6 +74,7 @@ TYPES: dict[Kind, Types] = {
     "backend": Types(
         ["string", "object"], "Backend", '"local"|llama_lsp.RemoteBackend', '`"local"` or object'
     ),
+    "globs": Types("array", "string[]", "string[]", "list of globs"),
 }
 
 _REFERENCE = re.compile(r"#(\w+)#")  # `#contextSize#` in a doc: another setting
@@ -147,6 +147,8 @@ def vscode_property(spec: SettingSpec) -> dict[str, Any]:
         entry["scope"] = "machine-overridable"  # a path on this machine, not the workspace's
     if spec.kind == "backend":
         entry.update(BACKEND_SCHEMA)
+    if spec.kind == "globs":
+        entry["items"] = {"type": "string"}
     summary, *details = spec.doc.split("\n\n", 1)
     doc = "\n\n".join([" ".join([summary, *notes(spec, vscode=True)]), *details])
     entry["markdownDescription"] = _references(doc, lambda wire: f"#{SECTION}.{wire}#")
@@ -409,5 +411,4 @@ def render(read: Callable[[Path], str]) -> dict[Path, str]:
         LUA_TRUST: marked(LUA_TRUST, lua_untrusted(), LUA),
         NVIM_HELP: help_file(read(NVIM_HELP)),
         PROTOCOL_DOC: marked(PROTOCOL_DOC, settings_table("key"), MARKDOWN),
-        README: marked(README, settings_table("setting"), MARKDOWN),
     }

@@ -18,6 +18,7 @@ searches and updates come from another. Plain Python; no LSP types, no model.
 from __future__ import annotations
 
 import ast
+import functools
 import gzip
 import json
 import logging
@@ -197,8 +198,12 @@ class Skipped:
 class CodebaseIndex:
     """The index of the files under `roots` (the workspace folders)."""
 
-    def __init__(self, roots: Iterable[Path]) -> None:
+    def __init__(
+        self, roots: Iterable[Path], exclude: Iterable[str] = (), max_file_bytes: int = MAX_FILE_BYTES
+    ) -> None:
         self.workspace = WorkspaceFiles(list(roots))
+        self.exclude = tuple(exclude)  # globs over a file's shown path (codebaseExclude)
+        self.max_file_bytes = max_file_bytes
         self._files: dict[str, _File] = {}  # by shown path
         # A build runs in a thread while searches and updates come from the server's: the files and the
         # ranker change under this lock (a file is read and cut into chunks outside it).
@@ -231,7 +236,11 @@ class CodebaseIndex:
                 if len(found) >= MAX_FILES:
                     self.skipped.add(f"past {MAX_FILES} files")
                     continue
-                found.setdefault(self.workspace.display(path), path)
+                shown = self.workspace.display(path)
+                if excluded(shown, self.exclude):
+                    self.skipped.add("excluded (codebaseExclude)")
+                    continue
+                found.setdefault(shown, path)
         return found
 
     def build(
@@ -267,6 +276,9 @@ class CodebaseIndex:
         if not self.workspace.contains(path) or not _listable(self.workspace.display(path)):
             return
         shown = self.workspace.display(path)
+        if excluded(shown, self.exclude):
+            self._forget(shown)
+            return
         if text is None and not path.is_file():
             self._forget(shown)
             return
@@ -276,6 +288,10 @@ class CodebaseIndex:
         try:
             status = path.stat()
         except OSError:
+            self._forget(shown)
+            return
+        if status.st_size > self.max_file_bytes:  # also one indexed before the bound was lowered
+            self.skipped.add(f"over {self.max_file_bytes >> 10} KB")
             self._forget(shown)
             return
         known = self._files.get(shown)
@@ -301,9 +317,6 @@ class CodebaseIndex:
                 self._ranker = None
 
     def _read(self, path: Path, size: int) -> str | None:
-        if size > MAX_FILE_BYTES:
-            self.skipped.add(f"over {MAX_FILE_BYTES >> 10} KB")
-            return None
         try:
             data = path.read_bytes()
         except OSError:
@@ -555,6 +568,35 @@ def _lines_of(node: ast.stmt) -> tuple[int, int]:
     decorators = getattr(node, "decorator_list", [])
     start = min([node.lineno, *(d.lineno for d in decorators)])
     return start, node.end_lineno or node.lineno
+
+
+def excluded(shown: str, patterns: Iterable[str]) -> bool:
+    """Whether a file's shown path, or one of its folders, matches one of the globs: `*` and `?` within a
+    name, `**` across folders; a pattern without `/` matches a name at any depth, as in `.gitignore`."""
+    parts = shown.split("/")
+    paths = ["/".join(parts[:end]) for end in range(1, len(parts) + 1)]
+    for pattern in patterns:
+        matches = _glob(pattern.strip("/")).fullmatch
+        if any(matches(name) for name in (parts if "/" not in pattern.strip("/") else paths)):
+            return True
+    return False
+
+
+@functools.cache
+def _glob(pattern: str) -> re.Pattern[str]:
+    regex = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            regex.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            regex.append(".*")
+            i += 2
+        else:
+            regex.append({"*": "[^/]*", "?": "[^/]"}.get(pattern[i], re.escape(pattern[i])))
+            i += 1
+    return re.compile("".join(regex))
 
 
 def _listable(shown: str) -> bool:

@@ -32,7 +32,7 @@ async def chat(
 
     async with turns.turn(params.uri, conversation_id=params.conversation_id) as turn:
         message = question = params.message
-        about_codebase = bool(CODEBASE.search(question))
+        about_codebase = bool(CODEBASE.search(question)) or turn.settings.chat_codebase == "always"
         if about_codebase:
             message = question = CODEBASE.sub("", question).strip() or question
         if params.range is not None:

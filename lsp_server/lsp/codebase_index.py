@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import threading
@@ -73,7 +74,8 @@ class WorkspaceIndex:
         roots = documents.workspace_roots(self._server.workspace, None)
         if not roots:
             return
-        self._building = asyncio.ensure_future(self._build(roots))
+        self._stopping = threading.Event()  # this build's: a later one has its own
+        self._building = asyncio.ensure_future(self._build(roots, self._stopping))
 
     def stop(self) -> None:
         self._stopping.set()
@@ -83,8 +85,20 @@ class WorkspaceIndex:
             handle.cancel()
         self._updates.clear()
 
-    async def _build(self, roots: list[Path]) -> None:
-        index = CodebaseIndex(roots)
+    def settings_changed(self, old: Settings, new: Settings) -> None:
+        """Turned on: the index is built; off: it is dropped; what it leaves out changed: built again (a
+        saved index is reused, so only the files newly in it are read)."""
+        what = ("codebase_index", "codebase_exclude", "codebase_max_file_kb", "cache_dir")
+        if all(getattr(old, name) == getattr(new, name) for name in what):
+            return
+        self.stop()
+        self.index = None
+        self._building = None
+        self.start()
+
+    async def _build(self, roots: list[Path], stopping: threading.Event) -> None:
+        settings = self._server.settings
+        index = CodebaseIndex(roots, settings.codebase_exclude, settings.codebase_max_file_kb << 10)
         saved = self._saved_path(roots)
         started = time.monotonic()
         try:
@@ -102,7 +116,7 @@ class WorkspaceIndex:
                         self._server.report_progress, token, f"{done}/{total} files", percent
                     )
 
-            await asyncio.to_thread(index.build, self._pause, progress)
+            await asyncio.to_thread(index.build, functools.partial(self._pause, stopping), progress)
             await asyncio.to_thread(index.save, saved)
             skipped = ", ".join(f"{n} {why}" for why, n in sorted(index.skipped.counts.items()))
             summary = f"{index.n_files} files, {index.n_chunks} chunks" + (
@@ -118,12 +132,12 @@ class WorkspaceIndex:
         except Exception:  # a bug of ours must not end the server: chat works without the index
             log.exception("indexing %s failed", roots)
 
-    def _pause(self) -> None:
+    def _pause(self, stopping: threading.Event) -> None:
         """Between two files of the build (in its thread): waits while the model works on a request
         (not while a request's tool runs: then the model waits, and the build may use the time)."""
-        while self._server.model_working and not self._stopping.is_set():
+        while self._server.model_working and not stopping.is_set():
             time.sleep(BUSY_POLL_S)
-        if self._stopping.is_set():
+        if stopping.is_set():
             raise _Stopped  # ends the build's thread at the next file
 
     def _saved_path(self, roots: list[Path]) -> Path:

@@ -202,10 +202,13 @@ class AssistantServer(LanguageServer):
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
 
     def apply_settings(self, raw: Any) -> None:
-        new, warnings = settings.merge(self.settings, raw)
+        old = self.settings
+        new, warnings = settings.merge(old, raw)
         for warning in warnings:
             self.warn(warning)
         self.settings = new
+        if self.configured:  # before that, `initialized` starts the index
+            self.codebase.settings_changed(old, new)
         if not new.warm:
             self.warmer.stop_all()
         if not new.test_diagnostics:

@@ -29,7 +29,8 @@ SECTION = "llamaLsp"
 
 # A setting's kind follows from its field's type: it picks the conversion and each editor's type. A
 # `Literal` of strings is a "choice" of those values.
-Kind = Literal["bool", "int", "float", "str", "choice", "path", "command", "backend"]
+Kind = Literal["bool", "int", "float", "str", "choice", "path", "command", "backend", "globs"]
+ChatCodebase = Literal["mention", "always"]
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,25 @@ class Settings:
         "files git would commit (`.gitignore` respected), or every file outside build and dependency "
         "folders where the folder is no repository; binary, minified and huge files are skipped. It "
         "pauses while the model answers. Off: nothing is indexed.",
+    )
+    codebase_exclude: tuple[str, ...] = setting(
+        (),
+        doc="Files the index leaves out besides those `.gitignore` ignores: globs over a file's path in "
+        "its workspace folder (`*` and `?` within a name, `**` across folders; a pattern without `/` "
+        'matches a name at any depth, as in `.gitignore`), such as `"fixtures"`, `"docs/*.md"` or '
+        '`"*.min.js"`. A pattern that matches a folder leaves out everything in it.',
+    )
+    codebase_max_file_kb: int = setting(
+        512,
+        doc="Files larger than this many KB are not indexed (a data file or a generated module has "
+        "little to find and costs memory).",
+        bounds=(1, 51_200),
+    )
+    chat_codebase: ChatCodebase = setting(  # noqa: RUF009 (a Literal default is a plain string)
+        "mention",
+        doc='When chat reads the workspace code that best matches a question before answering: `"mention"`, '
+        'when the question says `@codebase`; `"always"`, for every question (each then takes longer to '
+        "read, on a CPU a few seconds).",
     )
     max_tool_steps: int = setting(
         6,
@@ -311,6 +331,7 @@ _KINDS: dict[Any, Kind] = {
     Path: "path",  # the default depends on the machine ($XDG_CACHE_HOME): clients send none (null)
     str | None: "command",  # "" unsets it
     RemoteConfig | None: "backend",  # None is "local"
+    tuple[str, ...]: "globs",  # a JSON array of strings
 }
 _WIRE_DEFAULTS: dict[Kind, Any] = {"path": None, "backend": "local"}
 
@@ -334,6 +355,8 @@ def _specs() -> tuple[SettingSpec, ...]:
         default = _WIRE_DEFAULTS.get(kind, getattr(defaults, field.name))
         if kind == "command" and default is None:
             default = ""  # no command
+        if kind == "globs":
+            default = list(default)  # as JSON has it
         specs.append(
             SettingSpec(
                 field.name, _camel(field.name), kind, default, **dataclasses.asdict(declared), choices=choices
@@ -387,6 +410,8 @@ def _convert(spec: SettingSpec, value: Any) -> Any:
         if not isinstance(value, str) or not value.strip():
             raise ValueError("expected a non-empty string")
         return value.strip()
+    if spec.kind == "globs":
+        return _globs(value)
     if spec.kind == "choice":
         if value not in spec.choices:
             raise ValueError("expected " + " or ".join(f'"{choice}"' for choice in spec.choices))
@@ -401,6 +426,19 @@ def _convert(spec: SettingSpec, value: Any) -> Any:
             raise ValueError("expected a whole number")
         return int(value)
     return float(value)
+
+
+MAX_GLOBS = 200
+MAX_GLOB_CHARS = 500
+
+
+def _globs(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise TypeError("expected a list of glob patterns (strings)")
+    globs = tuple(item.strip() for item in value if item.strip())
+    if len(globs) > MAX_GLOBS or any(len(item) > MAX_GLOB_CHARS for item in globs):
+        raise ValueError(f"expected at most {MAX_GLOBS} patterns of at most {MAX_GLOB_CHARS} characters")
+    return globs
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

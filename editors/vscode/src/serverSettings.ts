@@ -67,6 +67,24 @@ export interface ServerSettings {
    * and huge files are skipped. It pauses while the model answers. Off: nothing is indexed.
    */
   codebaseIndex: boolean;
+  /**
+   * Files the index leaves out besides those `.gitignore` ignores: globs over a file's path in its workspace
+   * folder (`*` and `?` within a name, `**` across folders; a pattern without `/` matches a name at any
+   * depth, as in `.gitignore`), such as `"fixtures"`, `"docs/*.md"` or `"*.min.js"`. A pattern that matches
+   * a folder leaves out everything in it.
+   */
+  codebaseExclude: string[];
+  /**
+   * Files larger than this many KB are not indexed (a data file or a generated module has little to find and
+   * costs memory).
+   */
+  codebaseMaxFileKb: number;
+  /**
+   * When chat reads the workspace code that best matches a question before answering: `"mention"`, when the
+   * question says `@codebase`; `"always"`, for every question (each then takes longer to read, on a CPU a
+   * few seconds).
+   */
+  chatCodebase: 'mention' | 'always';
   /** Tool calls (reading, searching, editing files) the model may make per answer, at most. */
   maxToolSteps: number;
   /**
@@ -147,6 +165,9 @@ export const SERVER_DEFAULTS: Required<ServerSettings> = {
   slots: 4,
   cacheDir: null,
   codebaseIndex: true,
+  codebaseExclude: [],
+  codebaseMaxFileKb: 512,
+  chatCodebase: 'mention',
   maxToolSteps: 6,
   maxTokens: 1024,
   temperature: 0,

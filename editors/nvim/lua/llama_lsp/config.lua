@@ -30,6 +30,18 @@ local M = {}
 ---                                    dependency folders where the folder is no repository; binary, minified
 ---                                    and huge files are skipped. It pauses while the model answers. Off:
 ---                                    nothing is indexed. Default: true.
+---@field codebaseExclude? string[]    Files the index leaves out besides those `.gitignore` ignores: globs
+---                                    over a file's path in its workspace folder (`*` and `?` within a name,
+---                                    `**` across folders; a pattern without `/` matches a name at any depth,
+---                                    as in `.gitignore`), such as `"fixtures"`, `"docs/*.md"` or
+---                                    `"*.min.js"`. A pattern that matches a folder leaves out everything in
+---                                    it. Default: [].
+---@field codebaseMaxFileKb? integer   Files larger than this many KB are not indexed (a data file or a
+---                                    generated module has little to find and costs memory). Default: 512.
+---@field chatCodebase? "mention"|"always" When chat reads the workspace code that best matches a question
+---                                    before answering: `"mention"`, when the question says `@codebase`;
+---                                    `"always"`, for every question (each then takes longer to read, on a
+---                                    CPU a few seconds). Default: "mention".
 ---@field maxToolSteps? integer        Tool calls (reading, searching, editing files) the model may make per
 ---                                    answer, at most. Default: 6.
 ---@field maxTokens? integer           Tokens the model may write per model request, at most. A code action
