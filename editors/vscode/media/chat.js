@@ -7,7 +7,11 @@
  * createTextNode, so `<script>` or `<img onerror>` in an answer stays visible text. (The CSP would
  * block such a script anyway; this is the second wall.) No innerHTML anywhere in this file.
  *
- * In node (the unit tests) the file only exports the renderer.
+ * A file reference in an answer (`shop/prices.py:3`, in a code span or as a bare word) becomes a button
+ * that asks the extension to open it; the extension opens only a file that exists inside a workspace
+ * folder (src/chat/references.ts). Nothing here follows a link by itself.
+ *
+ * In node (the unit tests) the file only exports the renderer and the prompt's helpers.
  */
 (function () {
   'use strict';
@@ -29,11 +33,14 @@
     'blockquote',
     'hr',
     'span',
+    'button',
   ]);
 
   /**
+   * @typedef {{ path: string, line?: number, column?: number }} FileReference
    * @typedef {{ text: string }} TextNode
-   * @typedef {{ tag: string, children: MdNode[], className?: string, title?: string, start?: number }} ElementNode
+   * @typedef {{ tag: string, children: MdNode[], className?: string, title?: string, start?: number,
+   *   reference?: FileReference }} ElementNode
    * @typedef {TextNode | ElementNode} MdNode
    */
 
@@ -148,8 +155,96 @@
   }
 
   /**
+   * A relative path whose last part has a suffix, then `:line`, `:line:col` or `:line-line`. No part is
+   * `.` or `..`, and it does not start with `/`: the model cites files relative to the workspace folder.
+   */
+  const FILE_REFERENCE =
+    /^((?:(?!\.\.?\/)[\w.@+~-]+\/)*[\w@+~-][\w.@+~-]*\.([A-Za-z][A-Za-z0-9]{0,9}))(?::(\d{1,7})(?::(\d{1,5})|-\d{1,7})?)?$/;
+
+  /**
+   * Suffixes that name a file even without a directory or a line: `inventory.py` is a file, `os.path`
+   * and `item.price` (attributes, in code spans as often as files) are not.
+   */
+  const FILE_SUFFIXES = new Set(
+    (
+      'py pyi ipynb js jsx mjs cjs ts tsx mts cts go rs c h cc cpp cxx hh hpp hxx cs java kt kts scala rb php ' +
+      'lua sh bash zsh fish ps1 swift dart ex exs erl hs ml mli clj zig nim jl sql proto graphql vue svelte ' +
+      'html htm css scss sass less md rst txt adoc json jsonc yaml yml toml ini cfg conf xml csv tsv lock ' +
+      'gradle cmake mk tf vim el'
+    ).split(' '),
+  );
+
+  /**
+   * The file a code span's or a word's text refers to, or null.
+   * @param {string} text
+   * @returns {FileReference | null}
+   */
+  function fileReference(text) {
+    const match = FILE_REFERENCE.exec(text);
+    if (!match) return null;
+    const [, path, suffix, line, column] = match;
+    if (!path.includes('/') && line === undefined && !FILE_SUFFIXES.has(suffix.toLowerCase())) return null;
+    /** @type {FileReference} */
+    const reference = { path };
+    if (line !== undefined && Number(line) > 0) {
+      reference.line = Number(line);
+      if (column !== undefined && Number(column) > 0) reference.column = Number(column);
+    }
+    return reference;
+  }
+
+  /**
+   * The button that opens a reference; `children` are what it shows.
+   * @param {FileReference} reference
+   * @param {MdNode[]} children
+   * @returns {ElementNode}
+   */
+  function fileLink(reference, children) {
+    const where = reference.line === undefined ? '' : ` at line ${reference.line}`;
+    return { tag: 'button', className: 'file-link', title: `Open ${reference.path}${where}`, reference, children };
+  }
+
+  /**
+   * The nodes with their file links as what they show: a link's text holds no other link.
+   * @param {MdNode[]} nodes
+   * @returns {MdNode[]}
+   */
+  function unlinked(nodes) {
+    return nodes.flatMap((node) => {
+      if ('text' in node) return [node];
+      if (node.reference) return unlinked(node.children);
+      return [{ ...node, children: unlinked(node.children) }];
+    });
+  }
+
+  // A word's punctuation around a reference: "(see shop/prices.py:3)." links shop/prices.py:3.
+  const WORD = /(^|\s)([("'\[]*)([^\s()"'\[\]]+?)([)"'\].,;:!?]*)(?=\s|$)/g;
+
+  /**
+   * Plain text with its file references as links.
+   * @param {string} text
+   * @returns {MdNode[]}
+   */
+  function linkWords(text) {
+    /** @type {MdNode[]} */
+    const out = [];
+    let from = 0;
+    for (const match of text.matchAll(WORD)) {
+      const reference = fileReference(match[3]);
+      if (!reference) continue;
+      const at = /** @type {number} */ (match.index) + match[1].length + match[2].length;
+      if (at > from) out.push({ text: text.slice(from, at) });
+      out.push(fileLink(reference, [{ text: match[3] }]));
+      from = at + match[3].length;
+    }
+    if (from < text.length) out.push({ text: text.slice(from) });
+    return out;
+  }
+
+  /**
    * Code spans, **strong**, *em* / _em_, [text](url) (shown as text, the address as its tooltip: a
-   * link in an answer is not something to click blindly), backslash escapes; the rest is text.
+   * link in an answer is not something to click blindly), backslash escapes; the rest is text. A file
+   * reference (a code span, a word, a link's address) becomes a file link.
    * @param {string} text
    * @returns {MdNode[]}
    */
@@ -158,7 +253,7 @@
     const out = [];
     let plain = '';
     const flush = () => {
-      if (plain) out.push({ text: plain });
+      if (plain) out.push(...linkWords(plain));
       plain = '';
     };
     let i = 0;
@@ -176,7 +271,11 @@
         const end = text.indexOf(ticks, i + n);
         if (end !== -1) {
           flush();
-          out.push({ tag: 'code', children: [{ text: text.slice(i + n, end) }] });
+          const body = text.slice(i + n, end);
+          /** @type {ElementNode} */
+          const code = { tag: 'code', children: [{ text: body }] };
+          const reference = fileReference(body.trim());
+          out.push(reference ? fileLink(reference, [code]) : code);
           i = end + n;
         } else {
           plain += ticks;
@@ -205,7 +304,10 @@
         const link = /^\[([^\]\n]+)\]\(([^)\s]+)\)/.exec(text.slice(i));
         if (link) {
           flush();
-          out.push({ tag: 'span', className: 'link', title: link[2], children: parseInline(link[1]) });
+          const reference = fileReference(link[2]);
+          const label = reference ? unlinked(parseInline(link[1])) : parseInline(link[1]);
+          const inert = { tag: 'span', className: 'link', title: link[2], children: label };
+          out.push(reference ? fileLink(reference, label) : inert);
           i += link[0].length;
           continue;
         }
@@ -252,6 +354,12 @@
       if (node.className) element.className = node.className;
       if (node.title) element.title = node.title;
       if (node.start !== undefined) element.setAttribute('start', String(Math.trunc(node.start)));
+      if (node.reference) {
+        element.setAttribute('type', 'button');
+        element.setAttribute('data-path', node.reference.path);
+        if (node.reference.line !== undefined) element.setAttribute('data-line', String(node.reference.line));
+        if (node.reference.column !== undefined) element.setAttribute('data-column', String(node.reference.column));
+      }
       buildInto(node.children, doc, element);
       parent.appendChild(element);
     }
@@ -298,6 +406,56 @@
     return block;
   }
 
+  // ---- @codebase in the prompt ------------------------------------------------------------------
+
+  const MENTION = '@codebase';
+  /** As the server finds it (CODEBASE in lsp_server/lsp/chat.py): a word of its own, any case. */
+  const CODEBASE = /(^|[^\w@])@codebase\b/i;
+
+  /** @param {string} text */
+  function hasCodebase(text) {
+    return CODEBASE.test(text);
+  }
+
+  /**
+   * The prompt with `@codebase` put in front, or taken out when it is there.
+   * @param {string} text
+   * @returns {string}
+   */
+  function toggleCodebase(text) {
+    if (!hasCodebase(text)) return `${MENTION} ${text.replace(/^\s+/, '')}`;
+    const all = new RegExp(CODEBASE.source, 'gi');
+    return text.replace(all, '$1').replace(/^\s+/, '').replace(/ {2,}/g, ' ');
+  }
+
+  /**
+   * The `@`, `@c`, ... `@codebas` the caret is at the end of, as a word of its own; null otherwise.
+   * @param {string} value
+   * @param {number} caret
+   * @returns {{ start: number, end: number } | null}
+   */
+  function partialMention(value, caret) {
+    const before = /(^|\s)(@\w*)$/.exec(value.slice(0, caret));
+    if (!before || !/^(\s|$)/.test(value.slice(caret))) return null;
+    const word = before[2].toLowerCase();
+    if (word.length >= MENTION.length || !MENTION.startsWith(word)) return null;
+    return { start: caret - word.length, end: caret };
+  }
+
+  /**
+   * Tab after a partial `@codebase`: the prompt with it completed and the caret after it, or null.
+   * @param {string} value
+   * @param {number} caret
+   * @returns {{ value: string, caret: number } | null}
+   */
+  function completeMention(value, caret) {
+    const partial = partialMention(value, caret);
+    if (!partial) return null;
+    const after = value.slice(partial.end);
+    const insert = after.startsWith(' ') ? MENTION : `${MENTION} `;
+    return { value: value.slice(0, partial.start) + insert + after, caret: partial.start + MENTION.length + 1 };
+  }
+
   // ---- the page ---------------------------------------------------------------------------------
 
   function startUi() {
@@ -310,6 +468,8 @@
     const stopButton = /** @type {HTMLButtonElement} */ (document.getElementById('stop'));
     const newButton = /** @type {HTMLButtonElement} */ (document.getElementById('new'));
     const contextLine = /** @type {HTMLElement} */ (document.getElementById('context'));
+    const codebaseButton = /** @type {HTMLButtonElement} */ (document.getElementById('codebase'));
+    const mentionHint = /** @type {HTMLElement} */ (document.getElementById('mention-hint'));
 
     /** @type {Map<string, any>} entries by id (shapes: src/chat/messages.ts) */
     const entries = new Map();
@@ -331,6 +491,14 @@
       if (text === '' || busy) return;
       vscode.postMessage({ type: 'ask', text });
       prompt.value = '';
+      promptChanged();
+    }
+
+    /** The @codebase button shows whether the prompt has it; the hint, whether Tab would complete it. */
+    function promptChanged() {
+      codebaseButton.setAttribute('aria-pressed', String(hasCodebase(prompt.value)));
+      const caret = prompt.selectionStart === prompt.selectionEnd ? prompt.selectionStart : -1;
+      mentionHint.hidden = caret < 0 || partialMention(prompt.value, caret) === null;
     }
 
     function nearBottom() {
@@ -470,12 +638,46 @@
       if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
         event.preventDefault();
         send();
+        return;
       }
+      // Tab completes a partial @codebase; anywhere else it moves the focus, as it always does.
+      if (event.key === 'Tab' && !event.shiftKey && !event.ctrlKey && !event.altKey && !event.metaKey) {
+        const caret = prompt.selectionStart === prompt.selectionEnd ? prompt.selectionStart : -1;
+        const completed = caret < 0 ? null : completeMention(prompt.value, caret);
+        if (completed) {
+          event.preventDefault();
+          prompt.value = completed.value;
+          prompt.setSelectionRange(completed.caret, completed.caret);
+          promptChanged();
+        }
+      }
+    });
+    prompt.addEventListener('input', promptChanged);
+    prompt.addEventListener('keyup', promptChanged);
+    prompt.addEventListener('click', promptChanged);
+    codebaseButton.addEventListener('click', () => {
+      prompt.value = toggleCodebase(prompt.value);
+      prompt.focus();
+      prompt.setSelectionRange(prompt.value.length, prompt.value.length);
+      promptChanged();
     });
     stopButton.addEventListener('click', () => vscode.postMessage({ type: 'stop' }));
     newButton.addEventListener('click', () => vscode.postMessage({ type: 'new' }));
     transcript.addEventListener('click', (event) => {
       const target = /** @type {HTMLElement} */ (event.target);
+      // A file reference: the extension decides whether it is a file of the workspace to open.
+      const link = /** @type {HTMLElement | null} */ (target.closest('button.file-link'));
+      if (link) {
+        const line = Number(link.dataset.line);
+        const column = Number(link.dataset.column);
+        vscode.postMessage({
+          type: 'openFile',
+          path: link.dataset.path,
+          ...(line > 0 ? { line } : {}),
+          ...(column > 0 ? { column } : {}),
+        });
+        return;
+      }
       const id = target.closest('.message')?.getAttribute('data-id');
       if (!id) return;
       if (target.closest('button.preview-edit')) vscode.postMessage({ type: 'preview', id });
@@ -483,10 +685,21 @@
     });
     setContext(undefined);
     setBusy(false);
+    promptChanged();
     vscode.postMessage({ type: 'ready' });
   }
 
-  const api = { parseMarkdown, parseInline, renderMarkdown, verificationBlock, ALLOWED_TAGS };
+  const api = {
+    parseMarkdown,
+    parseInline,
+    renderMarkdown,
+    verificationBlock,
+    fileReference,
+    hasCodebase,
+    toggleCodebase,
+    completeMention,
+    ALLOWED_TAGS,
+  };
   if (typeof module === 'object' && module.exports) module.exports = api;
   else startUi();
 })();

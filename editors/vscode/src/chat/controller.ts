@@ -1,8 +1,9 @@
 /**
  * The chat: one conversation at a time, one question in flight. Owns the transcript (so that a
- * reopened view can be restored), streams the answer's deltas to the view, cancels on Stop, and keeps
- * each answer's proposed edit until the user previews or applies it. Talks to the server and to VS Code
- * only through the interfaces below, which the tests fake.
+ * reopened view can be restored), streams the answer's deltas to the view, cancels on Stop, keeps
+ * each answer's proposed edit until the user previews or applies it, and hands a clicked file link
+ * (checked for shape) to the host, which opens only files of the workspace. Talks to the server and to
+ * VS Code only through the interfaces below, which the tests fake.
  */
 
 import * as vscode from 'vscode';
@@ -21,6 +22,7 @@ import {
 import { formatStats } from '../status';
 import { isVerification, verificationView } from '../verification';
 import type { EntryView, FromWebview, ToWebview } from './messages';
+import { fileReferenceOf, type FileReference } from './references';
 
 /** What a question is about: a file document and, optionally, the selected range. */
 export interface ChatContext {
@@ -41,6 +43,8 @@ export interface ChatHost {
   previewEdit(edit: WorkspaceEdit, verification?: Verification): Promise<void>;
   /** Resolves to undefined when applied, else to the reason it was not. */
   applyEdit(edit: WorkspaceEdit): Promise<string | undefined>;
+  /** A file link of an answer: opened when it is a file inside a workspace folder, else refused (a status message). */
+  openFile(reference: FileReference): Promise<void>;
   reportError(message: string): void;
 }
 
@@ -114,6 +118,9 @@ export class ChatController implements vscode.Disposable {
         break;
       case 'apply':
         await this.applyEdit(message.id);
+        break;
+      case 'openFile':
+        await this.openFile(message);
         break;
     }
   }
@@ -269,6 +276,17 @@ export class ChatController implements vscode.Disposable {
     }
     entry.edit = { ...entry.edit, applied: true };
     this.post({ type: 'update', entry });
+  }
+
+  /** The webview renders model output: only a well-formed relative reference goes on to the host. */
+  private async openFile(message: { path?: unknown; line?: unknown; column?: unknown }): Promise<void> {
+    const reference = fileReferenceOf(message);
+    if (reference === undefined) return;
+    try {
+      await this.host.openFile(reference);
+    } catch (error) {
+      this.host.reportError(`Could not open ${reference.path}: ${errorMessage(error)}`);
+    }
   }
 
   private post(message: ToWebview): void {

@@ -1,6 +1,6 @@
 /**
- * The chat's view of VS Code: which editor and selection a question is about, and proposed edits as
- * diff previews and applied WorkspaceEdits.
+ * The chat's view of VS Code: which editor and selection a question is about, proposed edits as
+ * diff previews and applied WorkspaceEdits, and the files an answer's links open.
  */
 
 import * as vscode from 'vscode';
@@ -10,6 +10,10 @@ import type { Range, Verification, WorkspaceEdit } from '../protocol';
 import type { LlamaServer } from '../server';
 import { previewTitle } from '../verification';
 import type { ChatContext, ChatHost } from './controller';
+import { referenceLabel, resolveReference, type FileReference } from './references';
+
+/** How long a refused file link's status message stays. */
+const REFUSED_MESSAGE_MS = 5000;
 
 /** Read-only documents holding the proposed text for `vscode.diff`. */
 export const PREVIEW_SCHEME = 'llama-lsp-edit';
@@ -98,6 +102,30 @@ export class EditorHost implements ChatHost, vscode.Disposable {
 
   reportError(message: string): void {
     this.notifier.error(message);
+  }
+
+  /** Opens a file of the workspace at the reference's line and column; anything else is refused. */
+  async openFile(reference: FileReference): Promise<void> {
+    // Only local folders: a symlink that leads out can be seen there (and the server indexes only those).
+    const folders = (vscode.workspace.workspaceFolders ?? [])
+      .filter((folder) => folder.uri.scheme === 'file')
+      .map((folder) => folder.uri.fsPath);
+    const file = await resolveReference(reference, folders);
+    if (file === undefined) {
+      vscode.window.setStatusBarMessage(
+        `Llama: ${referenceLabel(reference)} is not a file in the workspace`,
+        REFUSED_MESSAGE_MS,
+      );
+      return;
+    }
+    const document = await vscode.workspace.openTextDocument(vscode.Uri.file(file));
+    const position = document.validatePosition(
+      new vscode.Position((reference.line ?? 1) - 1, (reference.column ?? 1) - 1),
+    );
+    const editor = await vscode.window.showTextDocument(document, {
+      selection: new vscode.Range(position, position),
+    });
+    editor.revealRange(new vscode.Range(position, position), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
   }
 
   dispose(): void {

@@ -42,4 +42,6 @@ export type FromWebview =
   | { type: 'stop' }
   | { type: 'new' }
   | { type: 'preview'; id: string }
-  | { type: 'apply'; id: string };
+  | { type: 'apply'; id: string }
+  /** A file link in an answer was clicked; the extension checks it (references.ts) before opening. */
+  | { type: 'openFile'; path: string; line?: number; column?: number };

@@ -1,7 +1,8 @@
 /**
  * The chat's webview in the side bar. The page is static HTML under a strict CSP: scripts run only
  * with this page's nonce and come only from media/; model output reaches the page as data in
- * messages and media/chat.js builds it into elements as text, never as HTML.
+ * messages and media/chat.js builds it into elements as text, never as HTML. The composer offers
+ * `@codebase` (a toggle button, and Tab after a partial `@co`), which the server reads in the question.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -33,11 +34,13 @@ export function chatHtml({ cspSource, scriptUri, styleUri, nonce }: PageResource
 <div id="transcript" role="log" aria-live="polite"></div>
 <form id="composer">
 <div id="context"></div>
-<textarea id="prompt" rows="3" placeholder="Ask about the active file or selection (Enter to send, Shift+Enter for a new line)"></textarea>
+<textarea id="prompt" rows="3" aria-describedby="mention-hint" placeholder="Ask about the active file or selection, or with @codebase about the whole workspace (Enter to send, Shift+Enter for a new line)"></textarea>
+<div id="mention-hint" aria-live="polite" hidden>Tab completes @codebase: the workspace's code that best matches the question goes with it.</div>
 <div class="buttons">
 <button id="send" type="submit">Ask</button>
 <button id="stop" type="button" class="secondary" disabled>Stop</button>
 <button id="new" type="button" class="secondary">New conversation</button>
+<button id="codebase" type="button" class="secondary" aria-pressed="false" title="Ask about the whole workspace: the code that best matches the question goes with it">@codebase</button>
 </div>
 </form>
 <script nonce="${nonce}" src="${scriptUri}"></script>

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type * as vscode from 'vscode';
 import { ChatController, type ChatBackend, type ChatContext, type ChatHost } from '../../src/chat/controller';
-import type { EntryView, ToWebview } from '../../src/chat/messages';
+import type { EntryView, FromWebview, ToWebview } from '../../src/chat/messages';
+import type { FileReference } from '../../src/chat/references';
 import { ErrorCode, type ChatParams, type ChatResult, type Verification, type WorkspaceEdit } from '../../src/protocol';
 
 const stats = {
@@ -55,6 +56,7 @@ class FakeHost implements ChatHost {
   readonly previewed: WorkspaceEdit[] = [];
   readonly previewedChecks: (Verification | undefined)[] = [];
   readonly errors: string[] = [];
+  readonly opened: FileReference[] = [];
   applyFailure: string | undefined;
   currentContext(): ChatContext | undefined {
     return this.context;
@@ -69,6 +71,9 @@ class FakeHost implements ChatHost {
   }
   reportError(message: string): void {
     this.errors.push(message);
+  }
+  async openFile(reference: FileReference): Promise<void> {
+    this.opened.push(reference);
   }
 }
 
@@ -326,6 +331,33 @@ describe('chat controller', () => {
     assert.equal(backend.last.params.textDocument, undefined);
     backend.last.resolve(result('b'));
     await second;
+  });
+
+  test('a clicked file link goes to the host; a malformed one (absolute, .., no path) does not', async () => {
+    const { host, controller } = setup();
+    await controller.handle({ type: 'openFile', path: 'shop/prices.py', line: 3, column: 5 });
+    await controller.handle({ type: 'openFile', path: 'inventory.py' });
+    // A line that is no positive integer is dropped, and the column with it.
+    await controller.handle({ type: 'openFile', path: 'a.py', line: 0, column: 2 });
+    for (const path of ['/etc/passwd', '../outside.py', 'shop/../../x.py', './a.py', 'a\\b.py', 'C:/x.py', '']) {
+      await controller.handle({ type: 'openFile', path, line: 1 });
+    }
+    await controller.handle({ type: 'openFile', path: 42 } as unknown as FromWebview);
+    assert.deepEqual(host.opened, [
+      { path: 'shop/prices.py', line: 3, column: 5 },
+      { path: 'inventory.py' },
+      { path: 'a.py' },
+    ]);
+    assert.deepEqual(host.errors, []);
+  });
+
+  test('a file the host fails to open is reported', async () => {
+    const { host, controller } = setup();
+    host.openFile = async () => {
+      throw new Error('cannot read it');
+    };
+    await controller.handle({ type: 'openFile', path: 'shop/prices.py', line: 3 });
+    assert.deepEqual(host.errors, ['Could not open shop/prices.py: cannot read it']);
   });
 
   test('a reopened view gets the transcript back', async () => {
