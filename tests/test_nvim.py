@@ -35,6 +35,7 @@ STEPS = [
     "inline completion: ghost text in Insert mode, <Tab> accepts it",
     "a code action edits the buffer",
     "a question whose search finds nothing still gets an answer in the chat",
+    "gF and <CR> on a file reference in the chat open it at its line",
     ":checkhealth reports OK",
 ]
 

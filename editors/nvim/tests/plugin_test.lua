@@ -974,6 +974,88 @@ step("a question whose search finds nothing still gets an answer in the chat", f
   assert(text:find("## Llama\n\n" .. result.content, 1, true), "the answer is not in the chat:\n" .. text)
 end)
 
+step("gF and <CR> on a file reference in the chat open it at its line", function()
+  local client = assert(llama.client_for(source_buf))
+  local parent = vim.fs.dirname(workspace)
+  vim.fn.mkdir(workspace .. "/shop", "p")
+  vim.fn.writefile({ '"""Prices."""', "", "PRICE = 3", "" }, workspace .. "/shop/prices.py")
+  -- A root marker, as a project has: shop/prices.py is then the workspace's, not a root (and server) of its own.
+  vim.fn.writefile({}, workspace .. "/pyproject.toml")
+  vim.fn.writefile({ "SECRET = 1" }, parent .. "/outside.py")
+  -- Neovim's own 'path' would look in the current directory: here it has no shop/, the workspace does.
+  local cwd = vim.fn.getcwd()
+  vim.cmd.cd(parent)
+  vim.cmd("LlamaNew")
+  -- An answer that cites files, as `@codebase` asks the model to; shown as the Explain action shows its.
+  chat.show_answer({
+    conversationId = "references",
+    title = "Llama: Explain",
+    content = "The price is set in `shop/prices.py:3`, not in ../outside.py:1 or os.path.\n\nAsk on.",
+  }, client.id)
+  local chat_buf = chat.info().buf
+  assert(vim.bo[chat_buf].path == workspace, "the chat's 'path' is " .. vim.bo[chat_buf].path)
+  local chat_win = assert(vim.fn.win_findbuf(chat_buf)[1], "the chat is not shown")
+  local prices = vim.uv.fs_realpath(workspace .. "/shop/prices.py")
+  ---Put the cursor in the chat on `text` of the answer.
+  local function cursor_on(text)
+    vim.api.nvim_set_current_win(chat_win)
+    vim.api.nvim_win_set_buf(chat_win, chat_buf)
+    for row, line in ipairs(vim.api.nvim_buf_get_lines(chat_buf, 0, -1, false)) do
+      local col = line:find(text, 1, true)
+      if col then
+        vim.api.nvim_win_set_cursor(chat_win, { row, col - 1 })
+        return
+      end
+    end
+    error(text .. " is not in the chat:\n" .. chat_text())
+  end
+  local function at()
+    local name = vim.api.nvim_buf_get_name(0)
+    return { vim.uv.fs_realpath(name) or name, vim.api.nvim_win_get_cursor(0)[1] }
+  end
+
+  -- gF: Neovim's own, in the chat's window, finds the file through 'path'.
+  cursor_on("shop/prices.py:3")
+  vim.cmd("normal! gF")
+  assert(vim.deep_equal(at(), { prices, 3 }), vim.inspect(at()))
+  assert(vim.api.nvim_get_current_win() == chat_win)
+
+  -- <CR>: in the window the chat was come to from; the chat stays.
+  vim.cmd.wincmd("p")
+  local other_win = vim.api.nvim_get_current_win()
+  assert(other_win ~= chat_win)
+  vim.cmd.buffer(source_buf)
+  cursor_on("prices.py:3") -- anywhere on the reference
+  vim.api.nvim_feedkeys(vim.keycode("<CR>"), "mx", false)
+  assert(vim.api.nvim_get_current_win() == other_win, "<CR> did not go to the window the chat came from")
+  assert(vim.deep_equal(at(), { prices, 3 }), vim.inspect(at()))
+  assert(vim.api.nvim_win_get_buf(chat_win) == chat_buf, "the chat window no longer shows the chat")
+  assert(#vim.lsp.get_clients({ name = "llama_lsp" }) == 1, "shop/prices.py started a server of its own")
+
+  -- A reference out of the workspace opens nothing and says so; a word that names no file is <CR> as ever.
+  vim.cmd.buffer(source_buf)
+  cursor_on("../outside.py:1")
+  local seen = notifications_during(function()
+    vim.api.nvim_feedkeys(vim.keycode("<CR>"), "mx", false)
+  end)
+  assert(#seen == 1 and seen[1].level == vim.log.levels.WARN, vim.inspect(seen))
+  assert(seen[1].msg:find("../outside.py is not a file in the workspace", 1, true), seen[1].msg)
+  assert(vim.api.nvim_get_current_win() == chat_win and vim.api.nvim_get_current_buf() == chat_buf)
+  cursor_on("os.path")
+  local row = vim.api.nvim_win_get_cursor(chat_win)[1]
+  seen = notifications_during(function()
+    vim.api.nvim_feedkeys(vim.keycode("<CR>"), "mx", false)
+  end)
+  assert(#seen == 0, vim.inspect(seen))
+  assert(vim.api.nvim_get_current_buf() == chat_buf)
+  assert(vim.api.nvim_win_get_cursor(chat_win)[1] == row + 1, "<CR> on a word did not move down")
+
+  vim.cmd("LlamaNew")
+  vim.cmd.cd(cwd)
+  vim.cmd.wincmd("p")
+  vim.cmd.buffer(source_buf)
+end)
+
 step(":checkhealth reports OK", function()
   vim.cmd("checkhealth llama_lsp")
   local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")

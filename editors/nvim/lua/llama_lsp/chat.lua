@@ -1,5 +1,8 @@
 ---The chat buffer: questions go to `assistant/chat`, answers stream in from partial results.
----One chat per Neovim instance; it continues one conversation until `:LlamaNew`.
+---One chat per Neovim instance; it continues one conversation until `:LlamaNew`. The files an answer
+---cites (`shop/prices.py:3`, relative to the workspace folder) open from it: the buffer's 'path' is
+---the chat server's folders, for gf and gF; <CR> opens one in the window you came from, only when it
+---is a file inside such a folder.
 local config = require("llama_lsp.config")
 local compat = require("llama_lsp.compat")
 local protocol = require("llama_lsp.protocol")
@@ -40,8 +43,160 @@ local function chat_buffer()
   vim.bo[buf].filetype = "llamachat"
   vim.bo[buf].modifiable = false
   vim.keymap.set("n", "<C-c>", M.stop, { buffer = buf, desc = "llama-lsp: stop the answer" })
+  vim.keymap.set("n", "<CR>", function()
+    if not M.open_reference() then
+      vim.cmd("normal! " .. vim.v.count1 .. "\r") -- not on a reference: <CR> as ever
+    end
+  end, { buffer = buf, desc = "llama-lsp: open the file reference under the cursor" })
   session.buf = buf
   return buf
+end
+
+-- ---- file references ----------------------------------------------------------------------------------
+
+---The folders of a server's workspace, where the files its answers cite are.
+---@param client vim.lsp.Client?
+---@return string[]
+local function folders_of(client)
+  if not client then
+    return {}
+  end
+  local folders = {}
+  for _, folder in ipairs(client.workspace_folders or {}) do
+    table.insert(folders, vim.fs.normalize(vim.uri_to_fname(folder.uri)))
+  end
+  if #folders == 0 and client.root_dir then
+    folders = { vim.fs.normalize(client.root_dir) }
+  end
+  return folders
+end
+
+---The chat buffer's 'path' is the folders of the server it talks to, so that gf, gF and CTRL-W f find
+---the files of its answers there (and nowhere else: not in the current directory).
+---@param client vim.lsp.Client?
+local function follow_folders(client)
+  local folders = folders_of(client)
+  if #folders > 0 then
+    local escaped = vim.tbl_map(function(folder)
+      return vim.fn.escape(folder, "\\ ,")
+    end, folders)
+    vim.bo[chat_buffer()].path = table.concat(escaped, ",")
+  end
+end
+
+---A file reference as answers write it: a path whose last part has a suffix, then maybe `:line`,
+---`:line:col` or `:line-line`; around it, code-span backticks, brackets or punctuation. Whether it is a
+---file of the workspace is resolve_reference's to say.
+---@param word string
+---@return { path: string, line?: integer, column?: integer }?
+function M.parse_reference(word)
+  word = word:gsub("^[%(%[\"'`]+", ""):gsub("[%)%]\"'`.,;:!?]+$", "")
+  local path, rest = word:match("^([%w_@+~%-%./]+)(.*)$")
+  if not path or not path:match("[^/]%.%a%w*$") then
+    return nil
+  end
+  local line, column = rest:match("^:(%d+):(%d+)$")
+  if not line then
+    line = rest:match("^:(%d+)$") or rest:match("^:(%d+)%-%d+$")
+  end
+  if rest ~= "" and not line then
+    return nil
+  end
+  line, column = tonumber(line), tonumber(column)
+  return {
+    path = path,
+    line = line and line > 0 and line or nil,
+    column = line and line > 0 and column and column > 0 and column or nil,
+  }
+end
+
+---Whether `path` is `folder` or lies under it (both absolute, normalised).
+local function inside(folder, path)
+  return path == folder or vim.startswith(path, folder:gsub("/$", "") .. "/")
+end
+
+---The file a reference names in the first of `folders` that has it; nil when none does, or when it (or a
+---symlink on the way) leads out of the folder. Only relative paths without `.` or `..` parts.
+---@param reference { path: string }
+---@param folders string[]
+---@return string?
+function M.resolve_reference(reference, folders)
+  for part in vim.gsplit(reference.path, "/", { plain = true }) do
+    if part == "" or part == "." or part == ".." then
+      return nil -- also an absolute path: its first part is ""
+    end
+  end
+  for _, folder in ipairs(folders) do
+    local candidate = vim.fs.normalize(folder .. "/" .. reference.path)
+    local real_folder, real_file = vim.uv.fs_realpath(folder), vim.uv.fs_realpath(candidate)
+    local stat = real_file and vim.uv.fs_stat(real_file)
+    if real_folder and real_file and inside(real_folder, real_file) and stat and stat.type == "file" then
+      return candidate
+    end
+  end
+  return nil
+end
+
+---The reference under the cursor in the chat buffer, if any.
+---@return { path: string, line?: integer, column?: integer }?
+function M.reference_at_cursor()
+  local line = vim.api.nvim_get_current_line()
+  local col = vim.api.nvim_win_get_cursor(0)[2] + 1
+  if line:sub(col, col):match("^%s?$") then
+    return nil
+  end
+  local first = col
+  while first > 1 and not line:sub(first - 1, first - 1):match("%s") do
+    first = first - 1
+  end
+  local last = line:find("%s", col) or #line + 1
+  return M.parse_reference(line:sub(first, last - 1))
+end
+
+---Open the file reference under the cursor: in the window you came to the chat from (else a new split),
+---at its line and column. Only a file inside a workspace folder of the chat's server opens; another
+---reference says so. Returns false when the cursor is on no reference (or on a word such as `os.path`,
+---with no folder or line, that names no file).
+---@return boolean
+function M.open_reference()
+  local reference = M.reference_at_cursor()
+  if not reference then
+    return false
+  end
+  local client = session.client_id and vim.lsp.get_client_by_id(session.client_id)
+  local file = M.resolve_reference(reference, folders_of(client))
+  if not file and not reference.line and not reference.path:find("/", 1, true) then
+    return false -- `os.path`, `item.price`: a word that only looked like a file name
+  end
+  if not file then
+    vim.notify(
+      string.format("llama-lsp: %s is not a file in the workspace of the chat's server", reference.path),
+      vim.log.levels.WARN
+    )
+    return true
+  end
+  local chat_win = vim.api.nvim_get_current_win()
+  local target = vim.fn.win_getid(vim.fn.winnr("#"))
+  if target == 0 or target == chat_win or vim.bo[vim.api.nvim_win_get_buf(target)].buftype ~= "" then
+    target = nil
+    for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+      if win ~= chat_win and vim.bo[vim.api.nvim_win_get_buf(win)].buftype == "" then
+        target = win
+        break
+      end
+    end
+  end
+  if target then
+    vim.api.nvim_set_current_win(target)
+  else
+    vim.cmd("aboveleft split")
+  end
+  vim.cmd.edit(vim.fn.fnameescape(file))
+  local last = vim.api.nvim_buf_line_count(0)
+  local row = math.min(reference.line or 1, last)
+  local text = vim.api.nvim_buf_get_lines(0, row - 1, row, false)[1] or ""
+  vim.api.nvim_win_set_cursor(0, { row, math.max(math.min((reference.column or 1) - 1, #text - 1), 0) })
+  return true
 end
 
 ---Show the chat in a split of the current tab, or reuse the window already showing it.
@@ -271,6 +426,7 @@ function M.ask(message, opts)
     session.conversation_id = nil -- conversations live in one server
   end
   session.client_id = client.id
+  follow_folders(client)
   session.source_buf = source or session.source_buf
   session.n_requests = session.n_requests + 1
 
@@ -360,6 +516,7 @@ end
 ---@param client_id integer
 function M.show_answer(answer, client_id)
   session.client_id = client_id
+  follow_folders(vim.lsp.get_client_by_id(client_id))
   session.conversation_id = answer.conversationId
   chat_window()
   local lines = { "## " .. (answer.title or "Llama"), "" }
