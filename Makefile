@@ -108,8 +108,8 @@ llama-server: $(LLAMA_SERVER) ## Build llama.cpp's llama-server (build/native/bi
 
 # About an hour with the default 5 runs (versus and prefill run at 1 thread), and (W) rewrites on the default
 # model another ~30 min.
-# BENCH_ARGS: e.g. --runs 1, --only versus (engine, versus, backends, prefill, typing, rewrite, check; repeatable),
-# --rewrite-tasks 'doc_*', --quick, --no-docs
+# BENCH_ARGS: e.g. --runs 1, --only versus (engine, versus, backends, prefill, typing, rewrite, check, index;
+# repeatable), --rewrite-tasks 'doc_*', --quick, --no-docs
 bench: setup test-models $(LLAMA_SERVER) ## Benchmarks on the test model, ours against llama-server; into docs/performance.md (--no-docs: not)
 	timeout $(T_BENCH) $(BIN)/python -m bench $(BENCH_ARGS)
 

@@ -1,5 +1,6 @@
 """Command line of `python -m bench` (`make bench`): the engine's four measurements and their summary
-table, then our server against llama-server (versus.py) and the cold prefill speeds.
+table, then our server against llama-server (versus.py) and the cold prefill speeds, what a check
+adds (checks.py) and what the workspace index costs (index.py).
 
 Each part that runs replaces its own section of docs/performance.md (harness/report.py), keyed by the
 part and the model, as soon as it is done: `--only` writes only the parts it runs, `--quick` (a random
@@ -17,7 +18,7 @@ from pathlib import Path
 from harness import report
 from lsp_server.engine import models
 
-from . import checks, rewrite, versus
+from . import checks, index, rewrite, versus
 from .baseline import find_decode_loop
 from .parts import (
     Row,
@@ -90,7 +91,7 @@ def run(settings: Settings, label: str) -> report.Section:
     )
 
 
-PARTS = ("engine", "versus", "backends", "prefill", "typing", "rewrite", "check")
+PARTS = ("engine", "versus", "backends", "prefill", "typing", "rewrite", "check", "index")
 
 
 def against_llama_server(plan: versus.Plan, parts: set[str], quick: bool) -> list[report.Section]:
@@ -131,7 +132,9 @@ def main(argv: list[str] | None = None) -> None:
         help="run only this part (repeatable): engine (a)-(d), versus (A)-(R), backends (A) through our "
         "server, local and on llama-server, prefill, typing (inline completion against /infill), rewrite "
         "(W): a code action's block with and without drafting, and on llama-server's drafting settings "
-        "(the default model), check (K): what a check adds to the tests it runs (no model)",
+        "(the default model), check (K): what a check adds to the tests it runs (no model), index (I): the "
+        "workspace index's build, reload, update, query and memory at 1 thread on the standard library, and "
+        "a chat's first token while it builds",
     )
     parser.add_argument(
         "--rewrite-tasks", help=f"eval tasks for (W), a glob (default: {', '.join(rewrite.DEFAULT_TASKS)})"
@@ -165,6 +168,8 @@ def main(argv: list[str] | None = None) -> None:
             document(*rewrite.run(default, binary, runs=args.runs or 1, task_glob=args.rewrite_tasks))
         if "check" in parts:
             document(checks.run(runs=args.runs or 5))
+        if "index" in parts:
+            document(index.run(model, runs=args.runs or index.CHAT_RUNS))
         return
     from harness.tiny_model import write_tiny_model  # needs the [test] extra (gguf)
 
@@ -190,6 +195,8 @@ def main(argv: list[str] | None = None) -> None:
             against_llama_server(plan, parts, quick=True)
         if "check" in parts:
             checks.run(runs=args.runs or 2)
+        if "index" in parts:  # a small corpus, no chat: a smoke run of the index's figures
+            index.run(None, sample_files=100, copies=2)
 
 
 if __name__ == "__main__":
