@@ -101,6 +101,8 @@ export class ServerInstaller {
       // no server, which the e2e saw once beside the progress).
       await new Promise((resolve) => setTimeout(resolve, 0));
     }
+    // In Restricted Mode the selected interpreter may be the workspace's own .venv: not run.
+    const selected = vscode.workspace.isTrusted ? await pythonExtensionInterpreter() : [];
     const abort = new AbortController();
     let installed: { executable: string; version: string; python: string };
     try {
@@ -115,9 +117,7 @@ export class ServerInstaller {
           return installServer({
             script,
             root: this.root,
-            pythons: PYTHONS,
-            // In Restricted Mode the selected interpreter may be the workspace's own .venv: not run.
-            laterPythons: () => (vscode.workspace.isTrusted ? pythonExtensionInterpreter() : Promise.resolve([])),
+            pythons: [...selected, ...PYTHONS],
             env: process.env,
             signal: abort.signal,
             report: (step, line) => progress.report({ message: line ? `${step}: ${line.slice(0, 120)}` : step }),
@@ -156,8 +156,10 @@ export class ServerInstaller {
 }
 
 /**
- * The interpreter selected in the Python extension (ms-python.python), when it is installed: tried
- * after python3 and python on PATH. Its API is optional here; any failure means none.
+ * The interpreter selected in the Python extension (ms-python.python), when it is installed: the
+ * install tries it first, before python3 and python on PATH; looking for the server, after them (it
+ * runs at every start, and asking may activate that extension). Its API is optional here; any failure
+ * means none.
  */
 export async function pythonExtensionInterpreter(): Promise<string[]> {
   try {
