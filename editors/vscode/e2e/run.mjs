@@ -10,8 +10,8 @@
 //
 // Two scenarios, each with its own fresh profile (user-data and extensions directory) and code-server:
 // `install` (no server anywhere: the extension installs the one it carries, then chat answers) and
-// `main` (the checkout's server: chat, a search that finds nothing, remote backend, code actions, inline
-// completion, failing tests as problems).
+// `main` (the checkout's server: chat, a search that finds nothing, Search Codebase, remote backend, code
+// actions, inline completion, failing tests as problems, a chat answer's file links on a scripted backend).
 //
 // Options: --no-extension  check the infrastructure only (code-server, browser, open a file)
 //          --only=NAME     run one scenario: install or main
@@ -808,6 +808,207 @@ async function testDiagnostics(page, dirs) {
   log(`test diagnostics on for ${((Date.now() - t0) / 1000).toFixed(1)}s`);
 }
 
+// ---------------------------------------------------------------- codebase search and file links
+
+// The active editor's file name and cursor line, from its tab and the status bar's "Ln N, Col M".
+async function cursorAt(page) {
+  return page.evaluate(() => {
+    const tab = document.querySelector(".tabs-container .tab.active");
+    const selection = document.querySelector('.statusbar-item[id="status.editor.selection"]');
+    const line = /Ln (\d+)/.exec(selection?.textContent || "");
+    return { file: tab?.getAttribute("data-resource-name") || null, line: line ? Number(line[1]) : null };
+  });
+}
+
+async function waitForCursor(page, file, line, what) {
+  let last = null;
+  try {
+    return await until(what, 30_000, async () => {
+      last = await cursorAt(page);
+      return last.file === file && last.line === line ? last : null;
+    });
+  } catch (e) {
+    if (e instanceof Failure && e.message.startsWith("timed out")) e.message += ` (editor: ${JSON.stringify(last)})`;
+    throw e;
+  }
+}
+
+// The line of `def <name>(` in the workspace's inventory.py, 1-based.
+function defLine(dirs, name) {
+  const lines = fs.readFileSync(path.join(dirs.workspace, fileName), "utf8").split("\n");
+  const line = lines.findIndex((l) => l.startsWith(`def ${name}(`)) + 1;
+  check(line > 0, `def ${name} is not in ${fileName}`);
+  return line;
+}
+
+// Runs a command from the command palette (F1), by its title.
+async function runCommand(page, title) {
+  await page.locator(".monaco-workbench").click({ position: { x: 700, y: 400 } }).catch(() => {});
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ timeout: 15_000 });
+  await input.fill(`>${title}`);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first().waitFor({ timeout: 15_000 });
+  await page.keyboard.press("Enter");
+}
+
+// Makes an open file's editor the active one. (Quick Open of a file already open does nothing here.)
+async function activateTab(page, name) {
+  await page.locator(`.tabs-container .tab[data-resource-name="${name}"]`).click({ timeout: 10_000 });
+  await until(`${name} to be the active editor`, 15_000, async () => (await cursorAt(page)).file === name);
+}
+
+// "Llama: Search Codebase" from the command palette, with no editor open: the quick pick lists
+// inventory.py's apply_discount for a query in words, and choosing it opens inventory.py on its `def`.
+async function searchCodebaseStep(page, dirs) {
+  await runCommand(page, "View: Close All Editors");
+  await until("every editor to close", 15_000, async () => (await page.locator(".tabs-container .tab").count()) === 0);
+  const query = "apply a discount to a price";
+  const input = page.locator(".quick-input-widget input");
+  const hit = page.locator(".quick-input-list .monaco-list-row", { hasText: "apply_discount" }).first();
+  // The index is built in the background; by now it is done, but a search before it is says so: again.
+  await until("the quick pick to list apply_discount", 90_000, async () => {
+    await runCommand(page, "Llama: Search Codebase");
+    await page.locator(".quick-input-widget .quick-input-title", { hasText: "Llama: Search Codebase" }).waitFor({ timeout: 15_000 });
+    await input.fill(query);
+    await page.keyboard.press("Enter");
+    const found = await hit.waitFor({ timeout: 20_000 }).then(() => true, () => false);
+    if (!found) {
+      const note = await toast(page, /Llama: /);
+      log(`no apply_discount in the results yet${note ? `: "${note.text}"` : ""}`);
+      await page.keyboard.press("Escape");
+    }
+    return found;
+  }, 2_000);
+  const title = ((await page.locator(".quick-input-widget .quick-input-title").textContent()) || "").trim();
+  const rows = (await page.locator(".quick-input-list .monaco-list-row").allTextContents()).map((t) => t.trim().replace(/\s+/g, " "));
+  log(`quick pick "${title}":\n  ${rows.slice(0, 5).join("\n  ")}`);
+  await screenshot("search-results");
+  const label = ((await hit.textContent()) || "").replace(/\s+/g, " ");
+  const line = Number((new RegExp(`${fileName.replace(".", "\\.")}:(\\d+)`).exec(label) || [])[1]);
+  check(line === defLine(dirs, "apply_discount"), `the result "${label}" is not at def apply_discount (line ${defLine(dirs, "apply_discount")})`);
+  await hit.click();
+  const at = await waitForCursor(page, fileName, line, `${fileName} to open at line ${line}`);
+  log(`opened ${at.file} at line ${at.line}`);
+}
+
+// An OpenAI-compatible endpoint on a free local port that answers every chat with `answer(request)`,
+// streamed in a few pieces; it keeps the requests it got. No /apply-template: a 404, as vLLM's.
+async function startScriptedBackend(answer) {
+  const requests = [];
+  const server = http.createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk) => (body += chunk));
+    req.on("end", () => {
+      const send = (status, value) => {
+        res.writeHead(status, { "Content-Type": "application/json" });
+        res.end(JSON.stringify(value));
+      };
+      if (req.method === "GET" && req.url.endsWith("/models")) {
+        return send(200, { object: "list", data: [{ id: "scripted", object: "model", created: 0, owned_by: "e2e" }] });
+      }
+      if (req.method !== "POST" || !req.url.endsWith("/chat/completions")) return send(404, { error: { message: "not found" } });
+      const request = JSON.parse(body);
+      requests.push(request);
+      const text = answer(request);
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      const chunk = { id: "c", object: "chat.completion.chunk", created: 0, model: "scripted" };
+      const pieces = text.match(/[\s\S]{1,12}/g) || [""];
+      pieces.forEach((piece, i) => {
+        const finish = i === pieces.length - 1 ? "stop" : null;
+        res.write(`data: ${JSON.stringify({ ...chunk, choices: [{ index: 0, delta: { content: piece }, finish_reason: finish }] })}\n\n`);
+      });
+      const usage = { prompt_tokens: 100, completion_tokens: pieces.length, total_tokens: 100 + pieces.length };
+      res.write(`data: ${JSON.stringify({ ...chunk, choices: [], usage })}\n\n`);
+      res.end("data: [DONE]\n\n");
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${server.address().port}/v1`;
+  const close = () => {
+    server.closeAllConnections();
+    server.close();
+  };
+  return { backend: { url, model: "scripted" }, requests, close };
+}
+
+// The chat's file links, on a deterministic answer: a scripted backend answers with references (the test
+// model cites files only now and then). The question goes with @codebase, typed as a user would (`@co`
+// and Tab); the backend sees the workspace's code the server put before it. Clicking `inventory.py:N`
+// opens inventory.py at line N; `leak.py:1`, a symlink in the workspace to a file outside it, is
+// rendered as a link too but opens nothing: the extension refuses it with a status message.
+async function chatFileLink(page, dirs) {
+  const outside = path.join(dirs.tmp, "outside.py");
+  fs.writeFileSync(outside, "SECRET = 1\n");
+  fs.symlinkSync(outside, path.join(dirs.workspace, "leak.py"));
+  const scripted = await startScriptedBackend(() => {
+    const line = defLine(dirs, "apply_discount");
+    return `The discount is applied by \`apply_discount\` in \`${fileName}:${line}\`; \`leak.py:1\` has nothing to do with it.`;
+  });
+  try {
+    const remote = `${scripted.backend.model} at ${scripted.backend.url}`;
+    writeSettings(dirs, { "llamaLsp.backend": scripted.backend });
+    await waitForTooltip(page, `"${remote} ready"`, 120_000, (t) => t.includes(`${remote} ready`));
+    await activateTab(page, completionFile); // another file is active: the link must open inventory.py
+    const frame = state.chat;
+    await frame.locator("button#new").click({ timeout: 10_000 });
+    await until("the new conversation's empty transcript", 15_000, async () => (await lastAssistant(frame)) === null);
+
+    // @codebase: `@co` and Tab complete it; the button shows it is on.
+    const prompt = frame.locator("textarea#prompt");
+    await prompt.click();
+    await prompt.pressSequentially("@co", { delay: 30 });
+    await frame.locator("#mention-hint").waitFor({ state: "visible", timeout: 5_000 });
+    await page.keyboard.press("Tab");
+    check((await prompt.inputValue()) === "@codebase ", `Tab after @co gave ${JSON.stringify(await prompt.inputValue())}`);
+    check((await frame.locator("button#codebase").getAttribute("aria-pressed")) === "true", "the @codebase button is not pressed");
+    await prompt.pressSequentially("where is the discount applied?", { delay: 10 });
+    const question = "@codebase where is the discount applied?";
+    check((await prompt.inputValue()) === question, `the prompt holds ${JSON.stringify(await prompt.inputValue())}`);
+    await frame.locator("button#send").click({ timeout: 10_000 });
+    await frame.locator("#transcript .message.user", { hasText: question }).waitFor({ timeout: 15_000 });
+    const answer = await until("the scripted answer", 60_000, async () => {
+      const m = await lastAssistant(frame);
+      return m && m.done ? m : null;
+    });
+    log(`answer: ${JSON.stringify(answer.text)}`);
+    check(answer.finishReason === "stop", `finish reason ${answer.finishReason}`);
+
+    // The question reached the backend with the workspace's code before it, without the mention.
+    const sent = JSON.stringify(scripted.requests[scripted.requests.length - 1]?.messages ?? []);
+    check(sent.includes("def apply_discount"), `the backend got no apply_discount with the question: ${sent.slice(-1500)}`);
+    check(!sent.includes("@codebase"), "the backend got the @codebase mention itself");
+
+    const line = defLine(dirs, "apply_discount");
+    const links = frame.locator("#transcript .message.assistant button.file-link");
+    const texts = (await links.allTextContents()).map((t) => t.trim());
+    log(`file links: ${texts.join(", ")}`);
+    check(
+      JSON.stringify(texts) === JSON.stringify([`${fileName}:${line}`, "leak.py:1"]),
+      `the answer's file links are ${JSON.stringify(texts)}, expected ${fileName}:${line} and leak.py:1`,
+    );
+    await screenshot("chat-file-links");
+    await links.filter({ hasText: `${fileName}:${line}` }).click({ timeout: 10_000 });
+    const at = await waitForCursor(page, fileName, line, `the link to open ${fileName} at line ${line}`);
+    log(`the link opened ${at.file} at line ${at.line}`);
+
+    // The symlink out: nothing opens, the status bar says why.
+    await activateTab(page, completionFile);
+    await links.filter({ hasText: "leak.py:1" }).click({ timeout: 10_000 });
+    const refusal = await until("the status message refusing leak.py:1", 15_000, () =>
+      page.evaluate(() =>
+        [...document.querySelectorAll(".statusbar-item")].map((e) => e.textContent.trim()).find((t) => t.includes("is not a file in the workspace")),
+      ),
+    );
+    log(`status bar: "${refusal}"`);
+    check(refusal.includes("leak.py:1"), `the refusal names something else: "${refusal}"`);
+    const still = await cursorAt(page);
+    check(still.file === completionFile, `leak.py:1 opened ${still.file}`);
+  } finally {
+    scripted.close();
+  }
+}
+
 // ---------------------------------------------------------------- install scenario
 
 // PATH without any directory that holds a llama-lsp: the extension must find no server.
@@ -979,6 +1180,7 @@ async function mainScenario() {
   await step("chat", () => chat(page));
   await step("chat-follow-up", () => chatFollowUp(page));
   await step("chat-nothing-found", () => chatNothingFound());
+  await step("search-codebase", () => searchCodebaseStep(page, dirs));
   await step("remote-backend", () => remoteBackend(page, dirs));
   await step("document", () => documentFunction(page, dirs));
   await step("inline-completion", () => inlineCompletion(page, dirs));
@@ -987,6 +1189,8 @@ async function mainScenario() {
     const status = await waitForStatus(page, /Llama: .*(cached|ready)/, 60_000, "the status bar to show the cache reuse or ready");
     log(`status bar: "${status}"`);
   });
+  // Last: it leaves the scripted backend's setting behind.
+  await step("chat-file-link", () => chatFileLink(page, dirs));
 }
 
 async function fail(err) {
