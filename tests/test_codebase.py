@@ -13,6 +13,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import bm25s
+import numpy as np
 import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -378,3 +380,25 @@ async def test_the_index_follows_its_settings_while_the_server_runs(
     finally:
         model.shutdown()
         model.server_close()
+
+
+def test_the_ranker_scores_as_bm25s_does(repo: Path):
+    """The index builds BM25's matrix with numpy; bm25s (a Python loop per chunk) is the reference."""
+    index = CodebaseIndex([repo])
+    index.build()
+    shown_paths = sorted(index.listed_files())
+    cut = [
+        (shown, chunk, chunk_words)
+        for shown in shown_paths
+        for chunk, chunk_words in codebase.chunks_of(shown, (repo / shown).read_text())
+    ]
+    reference = bm25s.BM25()
+    reference.index([chunk_words or [""] for _, _, chunk_words in cut], show_progress=False)
+    weights = np.array([codebase.file_weight(shown) for shown, _, _ in cut])
+    chunks = [(shown, chunk.start_line) for shown, chunk, _ in cut]
+    for query in ("reach server retry delay", "area width height", "session close", "net"):
+        wanted = [word for word in dict.fromkeys(codebase.words(query)) if word in reference.vocab_dict]
+        expected = np.asarray(reference.get_scores(wanted)) if wanted else np.zeros(len(cut))
+        found = {(hit.path, hit.start_line): hit.score for hit in index.search(query, limit=len(cut))}
+        for key, score in zip(chunks, expected * weights, strict=True):
+            assert found.get(key, 0.0) == pytest.approx(round(float(score), 4), abs=1e-4), (query, key)

@@ -108,7 +108,7 @@ class WholeFileBM25:
     """BM25 over whole files, tokenized as grep's query words are (without dropping any)."""
 
     def __init__(self, files: dict[str, str]) -> None:
-        import bm25s  # a dependency of the index too
+        import bm25s  # a test dependency: the reference of the index's scores
 
         self.paths = list(files)
         self.bm25 = bm25s.BM25(k1=1.5, b=0.75)

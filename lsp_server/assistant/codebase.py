@@ -4,9 +4,16 @@ A chunk is a unit a reader would point at: in Python (the standard library's `as
 method, a small class whole, or a run of module-level statements; in other files a window of
 CHUNK_LINES lines. Each chunk is counted as words (identifiers split at snake_case and camelCase,
 lowercased, a plural's or a tense's ending cut, English function words left out), its path's and
-symbol's words counted PATH_WEIGHT and SYMBOL_WEIGHT times more, and ranked with BM25 (the `bm25s`
-package). A test file's chunks count TEST_WEIGHT as much, and documentation's PROSE_WEIGHT: a test or a
-changelog that merely names a function should not outrank the code that implements it.
+symbol's words counted PATH_WEIGHT and SYMBOL_WEIGHT times more, and ranked with BM25 (Lucene's
+variant, as the `bm25s` package scores it). A test file's chunks count TEST_WEIGHT as much, and
+documentation's PROSE_WEIGHT: a test or a changelog that merely names a function should not outrank
+the code that implements it.
+
+A chunk is kept as its words' ids and counts (a file's chunks in three flat arrays), not as text: a
+workspace of ten thousand files holds millions of words. The ranker is the matrix of every chunk's BM25
+term scores, built with numpy from those arrays when a search first needs it after a change: bm25s
+builds the same matrix with a Python loop per chunk, seconds for a large workspace at every edit (a test
+holds the two to the same scores).
 
 The files are git's (`git ls-files`: tracked and untracked, not ignored) where the folder is a
 repository, else every file the tools see (tools/workspace_files.py); binary, generated-looking
@@ -25,14 +32,14 @@ import logging
 import os
 import re
 import subprocess
-import sys
 import threading
+from array import array
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import bm25s
 import numpy as np
 
 from .languages import belongs_to_tests
@@ -40,7 +47,7 @@ from .tools.workspace_files import MAX_FILE_BYTES, SKIPPED_DIRS, ToolError, Work
 
 log = logging.getLogger("llama_lsp.codebase")
 
-FORMAT_VERSION = 1  # of the saved index: another is read as none
+FORMAT_VERSION = 2  # of the saved index: another is read as none
 CHUNK_LINES = 40  # a window of a file that is not Python, and the longest run of module-level lines
 MAX_FILES = 20_000
 MAX_CHUNK_WORDS = 2_000  # a chunk's words past these are not counted (a data table, a long literal)
@@ -50,6 +57,10 @@ TEST_WEIGHT = 0.5
 PROSE_WEIGHT = 0.5  # documentation: it describes the code, but the question is for the code
 LONG_LINE_CHARS = 1_000  # a file with such lines is minified or generated: not code to read
 SNIPPET_LINES = 8
+# BM25's parameters, bm25s's defaults (Lucene's variant).
+BM25_K1 = 1.5
+BM25_B = 0.75
+MAX_COUNT = 0xFFFF  # a word's count in one chunk, at most (its array holds 16 bits)
 
 # English function words: they say nothing about where the code is.
 _STOP_WORDS = frozenset(
@@ -163,7 +174,6 @@ class Chunk:
     start_line: int
     end_line: int
     symbol: str | None
-    words: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -178,11 +188,17 @@ class Hit:
     snippet: str  # its first lines
 
 
-@dataclass
+@dataclass(slots=True)
 class _File:
+    """One indexed file: its chunks, and their words as ids (the index's vocabulary) with counts, chunk
+    after chunk: chunk i's are terms[ends[i-1]:ends[i]]."""
+
     size: int
     mtime_ns: int
     chunks: list[Chunk]
+    terms: array[int]  # "I"
+    counts: array[int]  # "H"
+    ends: array[int]  # "I"
 
 
 @dataclass
@@ -205,6 +221,8 @@ class CodebaseIndex:
         self.exclude = tuple(exclude)  # globs over a file's shown path (codebaseExclude)
         self.max_file_bytes = max_file_bytes
         self._files: dict[str, _File] = {}  # by shown path
+        self._vocabulary: dict[str, int] = {}  # word -> id; grows, never shrinks (a few MB at most)
+        self._symbols: dict[str, list[tuple[str, int, int]]] | None = None  # made when first asked
         # A build runs in a thread while searches and updates come from the server's: the files and the
         # ranker change under this lock (a file is read and cut into chunks outside it).
         self._lock = threading.RLock()
@@ -256,7 +274,7 @@ class CodebaseIndex:
         with self._lock:
             for gone in set(self._files) - set(listed):
                 del self._files[gone]
-            self._ranker = None
+            self._changed()
         total = len(listed)
         for done, (shown, path) in enumerate(sorted(listed.items()), 1):
             if pause is not None:
@@ -306,15 +324,30 @@ class CodebaseIndex:
             if text is None:
                 self._forget(shown)
                 return
-        indexed = _File(status.st_size, status.st_mtime_ns, chunks_of(shown, text))
+        indexed = self._file(status.st_size, status.st_mtime_ns, chunks_of(shown, text))
         with self._lock:
             self._files[shown] = indexed
-            self._ranker = None
+            self._changed()
+
+    def _file(self, size: int, mtime_ns: int, cut: list[tuple[Chunk, list[str]]]) -> _File:
+        terms, counts, ends = array("I"), array("H"), array("I")
+        with self._lock:  # the vocabulary grows from the build's thread and the server's
+            for _, chunk_words in cut:
+                for word, count in sorted(Counter(chunk_words).items()):
+                    terms.append(self._vocabulary.setdefault(word, len(self._vocabulary)))
+                    counts.append(min(count, MAX_COUNT))
+                ends.append(len(terms))
+        return _File(size, mtime_ns, [chunk for chunk, _ in cut], terms, counts, ends)
 
     def _forget(self, shown: str) -> None:
         with self._lock:
             if self._files.pop(shown, None) is not None:
-                self._ranker = None
+                self._changed()
+
+    def _changed(self) -> None:
+        """The files changed: the ranker and the symbol table are made again when next needed."""
+        self._ranker = None
+        self._symbols = None
 
     def _read(self, path: Path, size: int) -> str | None:
         try:
@@ -360,23 +393,26 @@ class CodebaseIndex:
         """Where the function, class or method `name` is defined (the symbol table of the chunks, Python
         only): (shown path, first line, last line) each, in path order."""
         with self._lock:
-            if not self._files:
-                return []
-            ranker = self._current_ranker()
-        return ranker.definitions().get(name, [])
-
-    def _current_ranker(self) -> _Ranker:
-        with self._lock:
-            if self._ranker is None:
-                self._ranker = _Ranker(self._files)
-            return self._ranker
+            if self._symbols is None:
+                table: dict[str, list[tuple[str, int, int]]] = {}
+                for shown in sorted(self._files):
+                    for chunk in self._files[shown].chunks:
+                        if chunk.symbol is not None:
+                            where = (shown, chunk.start_line, chunk.end_line)
+                            table.setdefault(chunk.symbol.rsplit(".", 1)[-1], []).append(where)
+                self._symbols = table
+            return list(self._symbols.get(name, []))
 
     def _best_chunks(self, query: str, limit: int) -> list[tuple[str, Chunk, float]]:
-        wanted = words(query)
         with self._lock:
+            wanted = [
+                self._vocabulary[word] for word in dict.fromkeys(words(query)) if word in self._vocabulary
+            ]
             if not wanted or not self._files:
                 return []
-            ranker = self._current_ranker()
+            if self._ranker is None:
+                self._ranker = _Ranker(self._files, len(self._vocabulary))
+            ranker = self._ranker
         scores = ranker.scores(wanted)
         top = (
             np.argpartition(-scores, min(limit, len(scores) - 1))[:limit]
@@ -404,14 +440,8 @@ class CodebaseIndex:
         """Writes the index to `target` (gzipped JSON), through a temporary file and a rename."""
         with self._lock:
             indexed = dict(self._files)
-        files = {
-            shown: [
-                entry.size,
-                entry.mtime_ns,
-                [[c.start_line, c.end_line, c.symbol, " ".join(c.words)] for c in entry.chunks],
-            ]
-            for shown, entry in indexed.items()
-        }
+            names = {number: word for word, number in self._vocabulary.items()}
+        files = {shown: _saved_file(entry, names) for shown, entry in indexed.items()}
         payload = {
             "version": FORMAT_VERSION,
             "roots": [str(root) for root in self.workspace.roots],
@@ -433,67 +463,111 @@ class CodebaseIndex:
                 return False
             if payload.get("roots") != [str(root) for root in self.workspace.roots]:
                 return False
-            files = {shown: _loaded_file(entry) for shown, entry in payload["files"].items()}
-        except (OSError, ValueError, TypeError, KeyError, AttributeError, EOFError) as exc:
+            files = {shown: self._loaded_file(entry) for shown, entry in payload["files"].items()}
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, EOFError, OverflowError) as exc:
             log.info("no saved index read from %s: %s", source, exc)
             return False
         with self._lock:
             self._files = files
-            self._ranker = None
+            self._changed()
         return True
 
+    def _loaded_file(self, entry: Any) -> _File:
+        size, mtime_ns, chunks = entry
+        if not isinstance(size, int) or not isinstance(mtime_ns, int):
+            raise TypeError("size and time must be integers")
+        cut = []
+        for start, end, symbol, text, counts in chunks:
+            if not (isinstance(start, int) and isinstance(end, int) and isinstance(text, str)):
+                raise TypeError("a chunk's lines must be integers and its words text")
+            if symbol is not None and not isinstance(symbol, str):
+                raise TypeError("a chunk's symbol must be text")
+            names = text.split()
+            if not isinstance(counts, list) or len(counts) != len(names):
+                raise TypeError("a chunk's counts must be a list, one per word")
+            if not all(isinstance(count, int) and 0 < count <= MAX_COUNT for count in counts):
+                raise ValueError("a word's count must be a positive integer")
+            cut.append(
+                (Chunk(start, end, symbol), [w for w, n in zip(names, counts, strict=True) for _ in range(n)])
+            )
+        return self._file(size, mtime_ns, cut)
 
-def _loaded_file(entry: Any) -> _File:
-    size, mtime_ns, chunks = entry
-    if not isinstance(size, int) or not isinstance(mtime_ns, int):
-        raise TypeError("size and time must be integers")
-    loaded = []
-    for start, end, symbol, text in chunks:
-        if not (isinstance(start, int) and isinstance(end, int) and isinstance(text, str)):
-            raise TypeError("a chunk's lines must be integers and its words text")
-        if symbol is not None and not isinstance(symbol, str):
-            raise TypeError("a chunk's symbol must be text")
-        loaded.append(Chunk(start, end, symbol, tuple(map(sys.intern, text.split()))))
-    return _File(size, mtime_ns, loaded)
+
+def _saved_file(entry: _File, names: dict[int, str]) -> list[Any]:
+    chunks = []
+    begin = 0
+    for chunk, end in zip(entry.chunks, entry.ends, strict=True):
+        chunk_words = " ".join(names[term] for term in entry.terms[begin:end])
+        chunks.append(
+            [chunk.start_line, chunk.end_line, chunk.symbol, chunk_words, list(entry.counts[begin:end])]
+        )
+        begin = end
+    return [entry.size, entry.mtime_ns, chunks]
 
 
 class _Ranker:
-    """BM25 over every chunk of the index, and its symbol table, as it was when built."""
+    """BM25 over every chunk of the index, as it was when built: the matrix of each word's score in each
+    chunk, column by word (CSC), as bm25s builds it (its Lucene variant, its defaults)."""
 
-    def __init__(self, files: dict[str, _File]) -> None:
+    def __init__(self, files: dict[str, _File], vocabulary_size: int) -> None:
+        shown_paths = sorted(files)
         self.chunks: list[tuple[str, Chunk]] = [
-            (shown, chunk) for shown in sorted(files) for chunk in files[shown].chunks
+            (shown, chunk) for shown in shown_paths for chunk in files[shown].chunks
         ]
-        self._bm25 = bm25s.BM25()
-        corpus = [list(chunk.words) or [""] for _, chunk in self.chunks]
-        self._bm25.index(corpus, show_progress=False)
+        indexed = [files[shown] for shown in shown_paths]
+        terms = np.concatenate(
+            [np.frombuffer(f.terms, dtype=np.uint32) for f in indexed] or [np.empty(0, np.uint32)]
+        )
+        counts = np.concatenate(
+            [np.frombuffer(f.counts, dtype=np.uint16) for f in indexed] or [np.empty(0, np.uint16)]
+        )
+        ends = np.concatenate(
+            [
+                np.frombuffer(f.ends, dtype=np.uint32).astype(np.int64) + offset
+                for f, offset in zip(indexed, _offsets(indexed), strict=True)
+            ]
+            or [np.empty(0, np.int64)]
+        )
+        n_chunks = len(self.chunks)
+        per_chunk = np.diff(ends, prepend=0)
+        chunk_of = np.repeat(np.arange(n_chunks, dtype=np.int64), per_chunk)
+        tf = counts.astype(np.float32)
+        # A chunk with no words is one empty word to bm25s: its length is 1.
+        lengths = np.maximum(np.bincount(chunk_of, weights=counts, minlength=n_chunks), 1)
+        frequencies = np.bincount(terms, minlength=vocabulary_size)
+        idf = np.log(1 + (n_chunks - frequencies + 0.5) / (frequencies + 0.5)).astype(np.float32)
+        length_norm = BM25_K1 * ((1 - BM25_B) + BM25_B * lengths / lengths.mean()) if n_chunks else lengths
+        scores = (idf[terms] * (tf / (length_norm[chunk_of] + tf))).astype(np.float32)
+        by_word = np.argsort(terms, kind="stable")
+        self._rows = chunk_of[by_word].astype(np.int32)
+        self._data = scores[by_word]
+        self._starts = np.concatenate([[0], np.cumsum(frequencies)])
         self._weights = np.array([file_weight(shown) for shown, _ in self.chunks])
-        self._definitions: dict[str, list[tuple[str, int, int]]] | None = None
 
-    def definitions(self) -> dict[str, list[tuple[str, int, int]]]:
-        """Each symbol's last name (`method` of `Class.method`) -> where it is defined; made when first
-        asked for."""
-        if self._definitions is None:
-            table: dict[str, list[tuple[str, int, int]]] = {}
-            for shown, chunk in self.chunks:
-                if chunk.symbol is not None:
-                    name = chunk.symbol.rsplit(".", 1)[-1]
-                    table.setdefault(name, []).append((shown, chunk.start_line, chunk.end_line))
-            self._definitions = table
-        return self._definitions
+    def scores(self, query: list[int]) -> np.ndarray:
+        """Each chunk's score for the words `query` (ids, each once), its file's weight applied."""
+        total = np.zeros(len(self.chunks), dtype=np.float32)
+        for term in query:
+            if term < len(self._starts) - 1:
+                begin, end = self._starts[term], self._starts[term + 1]
+                total[self._rows[begin:end]] += self._data[begin:end]  # a chunk once per word
+        return total * self._weights
 
-    def scores(self, query: list[str]) -> np.ndarray:
-        known = [word for word in dict.fromkeys(query) if word in self._bm25.vocab_dict]
-        if not known:
-            return np.zeros(len(self.chunks))
-        return np.asarray(self._bm25.get_scores(known)) * self._weights
+
+def _offsets(files: list[_File]) -> list[int]:
+    """Where each file's words start in the words of all of them."""
+    offsets, at = [], 0
+    for entry in files:
+        offsets.append(at)
+        at += len(entry.terms)
+    return offsets
 
 
 # ---- chunks ---------------------------------------------------------------------------------------------
 
 
-def chunks_of(shown: str, text: str) -> list[Chunk]:
-    """A file's chunks: Python's definitions, or windows of lines."""
+def chunks_of(shown: str, text: str) -> list[tuple[Chunk, list[str]]]:
+    """A file's chunks and the words each is counted as: Python's definitions, or windows of lines."""
     path_words = words(shown.replace("/", " ").replace(".", " "))
     spans: list[tuple[int, int, str | None]]
     if shown.endswith(".py"):
@@ -508,11 +582,8 @@ def chunks_of(shown: str, text: str) -> list[Chunk]:
     for start, end, symbol in spans:
         body = words("\n".join(lines[start - 1 : end]))[:MAX_CHUNK_WORDS]
         named = words(symbol or "") * SYMBOL_WEIGHT
-        # Interned: a workspace has a few thousand distinct words, each kept once however often it occurs.
-        chunks.append(
-            Chunk(start, end, symbol, tuple(map(sys.intern, body + named + path_words * PATH_WEIGHT)))
-        )
-    return chunks or [Chunk(1, 1, None, tuple(path_words * PATH_WEIGHT))]
+        chunks.append((Chunk(start, end, symbol), body + named + path_words * PATH_WEIGHT))
+    return chunks or [(Chunk(1, 1, None), path_words * PATH_WEIGHT)]
 
 
 def _windows(text: str) -> list[tuple[int, int, str | None]]:

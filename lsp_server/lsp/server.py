@@ -177,9 +177,11 @@ class AssistantServer(LanguageServer):
 
     @property
     def model_working(self) -> bool:
-        """Whether the engine has a request to answer, running or waiting (read from any thread)."""
+        """Whether the model is loading, or the engine has a request to answer, running or waiting (read
+        from any thread): background work (the index) waits meanwhile, since a request may be waiting for
+        the load."""
         engine = self.model_host.engine
-        return engine is not None and engine.queue_length > 0
+        return self.model_host.loading or (engine is not None and engine.queue_length > 0)
 
     @property
     def codebase_index(self) -> CodebaseIndex | None:
