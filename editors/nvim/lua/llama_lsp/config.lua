@@ -109,8 +109,9 @@ local M = {}
 ---                                  at the next line break (default 1000)
 
 ---@class llama_lsp.Options
----@field cmd? string[]|function       how to start the server; nil: `llama-lsp` on PATH, else the server
----                                    that :LlamaInstall installed (llama_lsp.server)
+---@field cmd? string[]|function       how to start the server; nil: what the shared bootstrap finds
+---                                    (`llama-lsp` on PATH, a trusted root's or this checkout's .venv, the
+---                                    server :LlamaInstall installed; llama_lsp.server)
 ---@field python? string               the Python that :LlamaInstall makes the server's virtualenv with
 ---                                    (3.10+ with venv); nil: `python3`, then `python`, on PATH
 ---@field init_options llama_lsp.ServerSettings  sent as initializationOptions and as the `llamaLsp` settings
