@@ -35,7 +35,7 @@ import subprocess
 import threading
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -324,17 +324,22 @@ class CodebaseIndex:
             if text is None:
                 self._forget(shown)
                 return
-        indexed = self._file(status.st_size, status.st_mtime_ns, chunks_of(shown, text))
+        cut = [(chunk, sorted(Counter(chunk_words).items())) for chunk, chunk_words in chunks_of(shown, text)]
+        indexed = self._file(status.st_size, status.st_mtime_ns, cut)
         with self._lock:
             self._files[shown] = indexed
             self._changed()
 
-    def _file(self, size: int, mtime_ns: int, cut: list[tuple[Chunk, list[str]]]) -> _File:
+    def _file(
+        self, size: int, mtime_ns: int, cut: Sequence[tuple[Chunk, Iterable[tuple[str, int]]]]
+    ) -> _File:
+        """A file's entry from its chunks, each with its words and their counts."""
         terms, counts, ends = array("I"), array("H"), array("I")
+        vocabulary = self._vocabulary
         with self._lock:  # the vocabulary grows from the build's thread and the server's
-            for _, chunk_words in cut:
-                for word, count in sorted(Counter(chunk_words).items()):
-                    terms.append(self._vocabulary.setdefault(word, len(self._vocabulary)))
+            for _, chunk_counts in cut:
+                for word, count in chunk_counts:
+                    terms.append(vocabulary.setdefault(word, len(vocabulary)))
                     counts.append(min(count, MAX_COUNT))
                 ends.append(len(terms))
         return _File(size, mtime_ns, [chunk for chunk, _ in cut], terms, counts, ends)
@@ -476,7 +481,7 @@ class CodebaseIndex:
         size, mtime_ns, chunks = entry
         if not isinstance(size, int) or not isinstance(mtime_ns, int):
             raise TypeError("size and time must be integers")
-        cut = []
+        cut: list[tuple[Chunk, Iterable[tuple[str, int]]]] = []
         for start, end, symbol, text, counts in chunks:
             if not (isinstance(start, int) and isinstance(end, int) and isinstance(text, str)):
                 raise TypeError("a chunk's lines must be integers and its words text")
@@ -487,9 +492,7 @@ class CodebaseIndex:
                 raise TypeError("a chunk's counts must be a list, one per word")
             if not all(isinstance(count, int) and 0 < count <= MAX_COUNT for count in counts):
                 raise ValueError("a word's count must be a positive integer")
-            cut.append(
-                (Chunk(start, end, symbol), [w for w, n in zip(names, counts, strict=True) for _ in range(n)])
-            )
+            cut.append((Chunk(start, end, symbol), zip(names, counts, strict=True)))
         return self._file(size, mtime_ns, cut)
 
 
