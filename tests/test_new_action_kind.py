@@ -15,7 +15,6 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig
 
 from .lsp_client import AssistantClient, initialize_params, make_client, open_document
-from .new_action_kind import NOT_REORDERED
 from .test_chat_answers import ScriptedModel, rendered_probe  # noqa: F401 (a fixture)
 from .test_code_actions import edited_texts, list_actions
 from .test_remote_backend import OPTIONS, settled
@@ -66,5 +65,7 @@ async def test_a_kind_added_by_its_row_and_module_is_offered_and_keeps_to_its_ow
         model.server_close()
     # The first answer changed a line: the kind's admission refused it, and the model read why.
     prompts = [str(request["messages"]) for request in model.requests]
-    refusal = NOT_REORDERED[1:]  # as the model reads it, capitalized
+    # Its admission's refusal (new_action_kind.NOT_REORDERED), as the model reads it: that module is not
+    # imported here, since it adds its kind to the table of the process that imports it.
+    refusal = "hat changes a line; write the same lines, each exactly as it is, in sorted order"
     assert len(prompts) == 2 and refusal not in prompts[0] and refusal in prompts[1], prompts

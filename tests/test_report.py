@@ -150,7 +150,8 @@ def test_every_section_of_the_docs_is_in_the_writers_format(doc: Path) -> None:
     assert keys and len(keys) == len(set(keys)), keys
     for key in keys:
         body = re.search(
-            rf"^<!-- begin {re.escape(key)}: written by `make [a-z-]+` \(harness/report\.py\) -->\n(.*?)\n"
+            rf"^<!-- begin {re.escape(key)}: written by `(?:make [a-z-]+|python [\w/.]+)` "
+            rf"\(harness/report\.py\) -->\n(.*?)\n"
             rf"<!-- end {re.escape(key)} -->$",
             text,
             flags=re.MULTILINE | re.DOTALL,

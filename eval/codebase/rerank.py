@@ -449,7 +449,7 @@ def main() -> int:
     )
     if not args.dry and (not subset or args.docs):
         report.write(
-            report.QUALITY, [doc_section(summary, results, costs, subset)], "eval/codebase/rerank.py"
+            report.QUALITY, [doc_section(summary, results, costs, subset)], "`python eval/codebase/rerank.py`"
         )
     if args.json:
         args.json.write_text(
