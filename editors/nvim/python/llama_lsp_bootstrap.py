@@ -308,7 +308,13 @@ def run_step(out: Output, number: int, name: str, detail: str, argv: list[str], 
         kill(process)
 
     timer = threading.Timer(timeout, stop)
-    timer.start()
+    # A cancel's signal must reach this (main) thread, blocked reading the step's output: a thread that
+    # does not block it may take it, and the handler would wait for this one to wake.
+    cancels = {signal.SIGTERM, signal.SIGINT}
+    mask = None if WINDOWS else signal.pthread_sigmask(signal.SIG_BLOCK, cancels)
+    timer.start()  # it inherits the mask: cancels stay with this thread
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     try:
         assert process.stdout is not None
         for raw in process.stdout:
