@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from .languages import belongs_to_tests
+from .tools.schemas import glob_regex
 from .tools.workspace_files import MAX_FILE_BYTES, SKIPPED_DIRS, ToolError, WorkspaceFiles
 
 log = logging.getLogger("llama_lsp.codebase")
@@ -650,27 +651,22 @@ def excluded(shown: str, patterns: Iterable[str]) -> bool:
     parts = shown.split("/")
     paths = ["/".join(parts[:end]) for end in range(1, len(parts) + 1)]
     for pattern in patterns:
-        matches = _glob(pattern.strip("/")).fullmatch
-        if any(matches(name) for name in (parts if "/" not in pattern.strip("/") else paths)):
+        regex = _exclude_regex(pattern.strip("/"))
+        if regex is not None and any(
+            regex.fullmatch(name) for name in (parts if "/" not in pattern.strip("/") else paths)
+        ):
             return True
     return False
 
 
 @functools.cache
-def _glob(pattern: str) -> re.Pattern[str]:
-    regex = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            regex.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            regex.append(".*")
-            i += 2
-        else:
-            regex.append({"*": "[^/]*", "?": "[^/]"}.get(pattern[i], re.escape(pattern[i])))
-            i += 1
-    return re.compile("".join(regex))
+def _exclude_regex(pattern: str) -> re.Pattern[str] | None:
+    """A pattern of codebaseExclude, anchored at the folder (the tools' glob rules); None for one that is
+    no valid glob, which then leaves out nothing."""
+    try:
+        return glob_regex("/" + pattern)
+    except ToolError:
+        return None
 
 
 def _listable(shown: str) -> bool:
