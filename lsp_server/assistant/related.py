@@ -124,9 +124,8 @@ def used_definitions(
     used = _names_used(code) if document.suffix == ".py" else []
     if not used:
         return []
-    own = _names_defined(document_text)
+    own, imported = _defined_and_imported(document_text)
     shown_document = index.workspace.display(document)
-    imported = _imported_paths(document_text)
     found: list[Definition] = []
     spent = 0
     for name in used:
@@ -166,28 +165,22 @@ def _names_used(code: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _names_defined(text: str) -> set[str]:
+def _defined_and_imported(text: str) -> tuple[set[str], set[str]]:
+    """The names the document defines, and the module paths (`pkg/mod`) it imports from (for telling
+    which of a name's places it means), from one parse."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
-        return set()
-    return {node.name for node in ast.walk(tree) if isinstance(node, DEFINITIONS)}
-
-
-def _imported_paths(text: str) -> set[str]:
-    """The module paths (`pkg/mod`) the document imports from, for telling which of a name's places it
-    means."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
-        return set()
-    modules = set()
+        return set(), set()
+    defined, modules = set(), set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
+        if isinstance(node, DEFINITIONS):
+            defined.add(node.name)
+        elif isinstance(node, ast.ImportFrom) and node.module:
             modules.add(node.module.replace(".", "/"))
         elif isinstance(node, ast.Import):
             modules.update(alias.name.replace(".", "/") for alias in node.names)
-    return modules
+    return defined, modules
 
 
 def _imports(modules: set[str], shown: str) -> bool:
