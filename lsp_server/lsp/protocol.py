@@ -17,6 +17,11 @@ CHAT = "assistant/chat"
 STATS = "assistant/stats"
 STATUS = "assistant/status"  # notification, server -> client
 SEARCH_CODEBASE = "assistant/searchCodebase"
+NEXT_EDIT = "assistant/nextEdit"
+# notifications, client -> server: what became of a suggestion (its `id`), counted in assistant/stats
+NEXT_EDIT_SHOWN = "assistant/nextEditShown"
+NEXT_EDIT_ACCEPTED = "assistant/nextEditAccepted"
+NEXT_EDIT_REJECTED = "assistant/nextEditRejected"
 
 # workspace/executeCommand equivalents of the code actions, for clients without codeAction/resolve
 COMMAND_CODE_ACTION = "llamaLsp.codeAction"  # args: [{uri, range, kind}]
@@ -165,6 +170,34 @@ def parse_search_params(raw: Any) -> SearchParams:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 50:
         raise ParamsError("limit must be an integer from 1 to 50")
     return SearchParams(query, limit)
+
+
+@dataclass(frozen=True)
+class NextEditParams:
+    uri: str
+    version: int
+    position: Position
+
+
+def parse_next_edit_params(raw: Any) -> NextEditParams:
+    params = _object(raw, "params")
+    document = _object(params.get("textDocument"), "textDocument")
+    version = document.get("version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ParamsError("textDocument.version must be an integer")
+    return NextEditParams(
+        uri=parse_uri(document.get("uri"), "textDocument.uri"),
+        version=version,
+        position=parse_position(params.get("position"), "position"),
+    )
+
+
+def parse_suggestion_id(raw: Any) -> str:
+    """The `id` of a next-edit notification."""
+    suggestion_id = _object(raw, "params").get("id")
+    if not isinstance(suggestion_id, str) or not suggestion_id or len(suggestion_id) > 100:
+        raise ParamsError("id must be a non-empty string of at most 100 characters")
+    return suggestion_id
 
 
 def parse_code_action_request(raw: Any) -> CodeActionRequest:

@@ -330,6 +330,24 @@ CompletionStats = Interface(
     ),
 )
 
+NextEditStats = Interface(
+    "NextEditStats",
+    "Next-edit suggestions since the server started, as `assistant/stats` reports them.",
+    (
+        field("requests", INTEGER, "Requests answered (with a suggestion or null)."),
+        field("suggested", INTEGER, "Of those, answered with a suggestion."),
+        field("shown", INTEGER),
+        field("accepted", INTEGER),
+        field("rejected", INTEGER),
+        field(
+            "last",
+            nullable(MapOf(UNKNOWN)),
+            "The last request's figures (`tMs`, `nPrompt`, `nEvaluated`, `nGenerated`, `nDrafted`, "
+            "`nAccepted`, `outcome`); null before the first.",
+        ),
+    ),
+)
+
 StatsResult = Interface(
     "StatsResult",
     "",
@@ -375,6 +393,7 @@ StatsResult = Interface(
             nullable(CompletionStats),
             "The last inline completion's figures; null before the first one (absent from an older server).",
         ),
+        optional("nextEdit", NextEditStats, "Absent from an older server."),
     ),
 )
 
@@ -464,6 +483,35 @@ SearchCodebaseResult = Interface(
     ),
 )
 
+NextEditParams = Interface(
+    "NextEditParams",
+    "`assistant/nextEdit`: the edit the user is likely to make next in this document, from their recent "
+    "edits (the ones the server saw through `didChange`).",
+    (
+        field("textDocument", obj(field("uri", STRING), field("version", INTEGER)), "An open document."),
+        field("position", Position, "The cursor."),
+    ),
+)
+
+NextEdit = Interface(
+    "NextEdit",
+    "A suggested next edit, against the version the request named; apply it only to that version.",
+    (
+        field(
+            "edits",
+            ListOf(TextEdit),
+            "One or more edits, in document order, not overlapping; they may be away from the cursor.",
+        ),
+        field("id", STRING, "Names the suggestion in `assistant/nextEditShown`, `...Accepted`, `...Rejected`."),
+    ),
+)
+
+NextEditFeedback = Interface(
+    "NextEditFeedback",
+    "The params of `assistant/nextEditShown`, `assistant/nextEditAccepted` and `assistant/nextEditRejected`.",
+    (field("id", STRING, "A `NextEdit`'s id."),),
+)
+
 ShowAnswerArgs = Interface(
     "ShowAnswerArgs",
     "The argument of `llamaLsp.showAnswer`.",
@@ -497,6 +545,10 @@ SHAPES: tuple[Interface | Alias, ...] = (
     SearchCodebaseParams,
     SearchCodebaseHit,
     SearchCodebaseResult,
+    NextEditParams,
+    NextEdit,
+    NextEditFeedback,
+    NextEditStats,
     ShowAnswerArgs,
 )
 
@@ -541,6 +593,32 @@ MESSAGES: tuple[Message, ...] = (
         "The workspace index's chunks that best match a query's words.",
         SearchCodebaseParams,
         SearchCodebaseResult,
+    ),
+    Message(
+        protocol.NEXT_EDIT,
+        "request",
+        "The edit the user is likely to make next, from their recent edits; null: nothing to suggest (also "
+        "for a stale version, and when a newer request or an edit superseded this one).",
+        NextEditParams,
+        nullable(NextEdit),
+    ),
+    Message(
+        protocol.NEXT_EDIT_SHOWN,
+        "notification",
+        "The client showed the suggestion `id` (counted in `assistant/stats`).",
+        NextEditFeedback,
+    ),
+    Message(
+        protocol.NEXT_EDIT_ACCEPTED,
+        "notification",
+        "The user accepted the suggestion `id` (the client applied its edits).",
+        NextEditFeedback,
+    ),
+    Message(
+        protocol.NEXT_EDIT_REJECTED,
+        "notification",
+        "The user dismissed the suggestion `id` (Escape, or typing elsewhere).",
+        NextEditFeedback,
     ),
     Message(
         protocol.STATUS,

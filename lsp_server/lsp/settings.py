@@ -258,6 +258,20 @@ class Settings:
         bounds=(50, 60000),
         local_only=True,
     )
+    # Next-edit suggestions (lsp_server.lsp.next_edit).
+    next_edit: bool = setting(
+        True,
+        doc="Next-edit suggestions: once typing pauses, the model predicts the edit you are likely to make "
+        "next from your recent edits (the rest of a rename, the same change to a similar line), and the "
+        "editor shows it where it applies, also away from the cursor. `Tab` jumps to a suggestion away "
+        "from the cursor and accepts one at it; `Escape` dismisses it. Off: the server suggests nothing.",
+        local_only=True,
+    )
+    next_edit_delay_ms: int = setting(
+        400,
+        doc="Milliseconds of no typing before the editor asks for a next-edit suggestion.",
+        bounds=(100, 5000),
+    )
     # None: the model runs in this process ("local"); else an OpenAI-compatible server (engine.remote).
     backend: RemoteConfig | None = setting(  # noqa: RUF009 (as above)
         None,

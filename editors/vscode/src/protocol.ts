@@ -21,6 +21,17 @@ export const CHAT = 'assistant/chat';
 export const STATS = 'assistant/stats';
 /** The workspace index's chunks that best match a query's words. */
 export const SEARCH_CODEBASE = 'assistant/searchCodebase';
+/**
+ * The edit the user is likely to make next, from their recent edits; null: nothing to suggest (also for a
+ * stale version, and when a newer request or an edit superseded this one).
+ */
+export const NEXT_EDIT = 'assistant/nextEdit';
+/** The client showed the suggestion `id` (counted in `assistant/stats`). */
+export const NEXT_EDIT_SHOWN = 'assistant/nextEditShown';
+/** The user accepted the suggestion `id` (the client applied its edits). */
+export const NEXT_EDIT_ACCEPTED = 'assistant/nextEditAccepted';
+/** The user dismissed the suggestion `id` (Escape, or typing elsewhere). */
+export const NEXT_EDIT_REJECTED = 'assistant/nextEditRejected';
 /** The server's state (loading, ready, busy, error), sent when it changes. */
 export const STATUS = 'assistant/status';
 /** Resolves a code action and applies its edit through `workspace/applyEdit`. */
@@ -237,6 +248,8 @@ export interface StatsResult {
   lastStats: TurnStats | null;
   /** The last inline completion's figures; null before the first one (absent from an older server). */
   lastCompletion?: CompletionStats | null;
+  /** Absent from an older server. */
+  nextEdit?: NextEditStats;
 }
 
 /**
@@ -316,6 +329,47 @@ export interface SearchCodebaseResult {
   indexed: { files: number; chunks: number; ready: boolean };
 }
 
+/**
+ * `assistant/nextEdit`: the edit the user is likely to make next in this document, from their recent edits
+ * (the ones the server saw through `didChange`).
+ */
+export interface NextEditParams {
+  /** An open document. */
+  textDocument: { uri: string; version: number };
+  /** The cursor. */
+  position: Position;
+}
+
+/** A suggested next edit, against the version the request named; apply it only to that version. */
+export interface NextEdit {
+  /** One or more edits, in document order, not overlapping; they may be away from the cursor. */
+  edits: TextEdit[];
+  /** Names the suggestion in `assistant/nextEditShown`, `...Accepted`, `...Rejected`. */
+  id: string;
+}
+
+/** The params of `assistant/nextEditShown`, `assistant/nextEditAccepted` and `assistant/nextEditRejected`. */
+export interface NextEditFeedback {
+  /** A `NextEdit`'s id. */
+  id: string;
+}
+
+/** Next-edit suggestions since the server started, as `assistant/stats` reports them. */
+export interface NextEditStats {
+  /** Requests answered (with a suggestion or null). */
+  requests: number;
+  /** Of those, answered with a suggestion. */
+  suggested: number;
+  shown: number;
+  accepted: number;
+  rejected: number;
+  /**
+   * The last request's figures (`tMs`, `nPrompt`, `nEvaluated`, `nGenerated`, `nDrafted`, `nAccepted`,
+   * `outcome`); null before the first.
+   */
+  last: Record<string, unknown> | null;
+}
+
 /** The argument of `llamaLsp.showAnswer`. */
 export interface ShowAnswerArgs {
   conversationId: string;
@@ -381,4 +435,8 @@ export const statsRequest = new RequestType<StatsParams, StatsResult, void>(STAT
 export const searchCodebaseRequest = new RequestType<SearchCodebaseParams, SearchCodebaseResult, void>(
   SEARCH_CODEBASE,
 );
+export const nextEditRequest = new RequestType<NextEditParams, NextEdit | null, void>(NEXT_EDIT);
+export const nextEditShownNotification = new NotificationType<NextEditFeedback>(NEXT_EDIT_SHOWN);
+export const nextEditAcceptedNotification = new NotificationType<NextEditFeedback>(NEXT_EDIT_ACCEPTED);
+export const nextEditRejectedNotification = new NotificationType<NextEditFeedback>(NEXT_EDIT_REJECTED);
 export const statusNotification = new NotificationType<StatusParams>(STATUS);

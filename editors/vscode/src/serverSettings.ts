@@ -149,6 +149,16 @@ export interface ServerSettings {
    */
   completionTimeBudgetMs: number;
   /**
+   * Next-edit suggestions: once typing pauses, the model predicts the edit you are likely to make next from
+   * your recent edits (the rest of a rename, the same change to a similar line), and the editor shows it
+   * where it applies, also away from the cursor. `Tab` jumps to a suggestion away from the cursor and
+   * accepts one at it; `Escape` dismisses it. Off: the server suggests nothing. Not used with a remote
+   * `backend`.
+   */
+  nextEdit: boolean;
+  /** Milliseconds of no typing before the editor asks for a next-edit suggestion. */
+  nextEditDelayMs: number;
+  /**
    * Where the model runs: `"local"`, in the language server's process (the model of `model`); or `{"url":
    * "http://host:port/v1", "model": "NAME", "apiKeyEnv": "VAR", "timeout": 600}`, an OpenAI-compatible
    * server that answers instead (llama.cpp's `llama-server`, vLLM), such as a team's shared GPU machine. The
@@ -180,6 +190,8 @@ export const SERVER_DEFAULTS: Required<ServerSettings> = {
   warm: true,
   completion: true,
   completionTimeBudgetMs: 1000,
+  nextEdit: true,
+  nextEditDelayMs: 400,
   backend: 'local',
 };
 

@@ -78,6 +78,14 @@ local M = {}
 ---                                    the follow-up, so that a first question about the file evaluates only
 ---                                    the question. Off: the model runs only when you ask something. Default:
 ---                                    true.
+---@field nextEdit? boolean            Next-edit suggestions: once typing pauses, the model predicts the edit
+---                                    you are likely to make next from your recent edits (the rest of a
+---                                    rename, the same change to a similar line), and the editor shows it
+---                                    where it applies, also away from the cursor. `Tab` jumps to a
+---                                    suggestion away from the cursor and accepts one at it; `Escape`
+---                                    dismisses it. Off: the server suggests nothing. Default: true.
+---@field nextEditDelayMs? integer     Milliseconds of no typing before the editor asks for a next-edit
+---                                    suggestion. Default: 400.
 ---@field backend? "local"|llama_lsp.RemoteBackend Where the model runs: `"local"`, in the language server's
 ---                                    process (the model of `model`); or `{"url": "http://host:port/v1",
 ---                                    "model": "NAME", "apiKeyEnv": "VAR", "timeout": 600}`, an

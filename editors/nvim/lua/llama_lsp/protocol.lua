@@ -103,6 +103,7 @@
 ---@field lastStats llama_lsp.TurnStats|nil
 ---@field lastCompletion? llama_lsp.CompletionStats|nil The last inline completion's figures; null before the
 ---                                          first one (absent from an older server).
+---@field nextEdit? llama_lsp.NextEditStats  Absent from an older server.
 
 ---One inline completion (`textDocument/inlineCompletion`) as `assistant/stats` reports it. `cached`: the
 ---server answered from its recent completions without the model; then only `tMs` is given.
@@ -161,6 +162,34 @@
 ---                                  being built (the results are those of the files indexed so far), and with
 ---                                  `codebaseIndex` off or no folder open (then `files` is 0).
 
+---`assistant/nextEdit`: the edit the user is likely to make next in this document, from their recent edits
+---(the ones the server saw through `didChange`).
+---@class llama_lsp.NextEditParams
+---@field textDocument { uri: string, version: integer } An open document.
+---@field position lsp.Position The cursor.
+
+---A suggested next edit, against the version the request named; apply it only to that version.
+---@class llama_lsp.NextEdit
+---@field edits lsp.TextEdit[] One or more edits, in document order, not overlapping; they may be away from
+---                            the cursor.
+---@field id string            Names the suggestion in `assistant/nextEditShown`, `...Accepted`,
+---                            `...Rejected`.
+
+---The params of `assistant/nextEditShown`, `assistant/nextEditAccepted` and `assistant/nextEditRejected`.
+---@class llama_lsp.NextEditFeedback
+---@field id string A `NextEdit`'s id.
+
+---Next-edit suggestions since the server started, as `assistant/stats` reports them.
+---@class llama_lsp.NextEditStats
+---@field requests integer            Requests answered (with a suggestion or null).
+---@field suggested integer           Of those, answered with a suggestion.
+---@field shown integer
+---@field accepted integer
+---@field rejected integer
+---@field last table<string, any>|nil The last request's figures (`tMs`, `nPrompt`, `nEvaluated`,
+---                                   `nGenerated`, `nDrafted`, `nAccepted`, `outcome`); null before the
+---                                   first.
+
 ---The argument of `llamaLsp.showAnswer`.
 ---@class llama_lsp.ShowAnswerArgs
 ---@field conversationId string
@@ -197,6 +226,15 @@ return {
   STATS = "assistant/stats",
   ---The workspace index's chunks that best match a query's words.
   SEARCH_CODEBASE = "assistant/searchCodebase",
+  ---The edit the user is likely to make next, from their recent edits; null: nothing to suggest (also for a
+  ---stale version, and when a newer request or an edit superseded this one).
+  NEXT_EDIT = "assistant/nextEdit",
+  ---The client showed the suggestion `id` (counted in `assistant/stats`).
+  NEXT_EDIT_SHOWN = "assistant/nextEditShown",
+  ---The user accepted the suggestion `id` (the client applied its edits).
+  NEXT_EDIT_ACCEPTED = "assistant/nextEditAccepted",
+  ---The user dismissed the suggestion `id` (Escape, or typing elsewhere).
+  NEXT_EDIT_REJECTED = "assistant/nextEditRejected",
   ---The server's state (loading, ready, busy, error), sent when it changes.
   STATUS = "assistant/status",
   ---Resolves a code action and applies its edit through `workspace/applyEdit`.
