@@ -18,6 +18,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.workspace import TextDocument, Workspace
 
+from lsp_server.assistant import edits
 from lsp_server.assistant.tools.runner import ToolRunner
 from lsp_server.assistant.tools.workspace_files import WorkspaceFiles
 from lsp_server.lsp import documents, protocol
@@ -409,7 +410,7 @@ def test_a_selection_is_quoted_from_the_editors_lines():
     [("a\r\nb", "a\nb"), ("a\nb", "a\r\nb"), ("a\r\nb", "a\rX\nb"), ("x\r\ny\r\n", "x\r\nz\r\n")],
 )
 def test_a_changed_region_never_starts_or_ends_inside_crlf(before: str, after: str):
-    start, end, replacement = documents.changed_region(before, after)
+    start, end, replacement = edits.changed_region(before, after)
     assert before[:start] + replacement + before[end:] == after
     for offset in (start, end):
         assert not (0 < offset < len(before) and before[offset - 1 : offset + 1] == "\r\n")

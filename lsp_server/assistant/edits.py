@@ -18,6 +18,25 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
+def changed_region(before: str, after: str) -> tuple[int, int, str]:
+    """The smallest (start, end, replacement) that turns before into after."""
+    start = 0
+    limit = min(len(before), len(after))
+    while start < limit and before[start] == after[start]:
+        start += 1
+    end_before, end_after = len(before), len(after)
+    while end_before > start and end_after > start and before[end_before - 1] == after[end_after - 1]:
+        end_before -= 1
+        end_after -= 1
+    # No LSP position lies between the \r and \n of a line ending: widen the region over the pair.
+    if 0 < start < len(before) and before[start - 1] == "\r" and before[start] == "\n":
+        start -= 1
+    if 0 < end_before < len(before) and before[end_before - 1] == "\r" and before[end_before] == "\n":
+        end_before += 1
+        end_after += 1
+    return start, end_before, after[start:end_after]
+
+
 class EditError(ValueError):
     """An edit that cannot be applied; the message is meant for the model or the user to read."""
 

@@ -8,12 +8,14 @@ wheel, imported the first time a file of that language is checked), its text as 
 its comment node types, and the comments its tools read as instructions. It is also the one adapter to
 tree-sitter: a Parse is what the check in rewrite.py needs of one text. Python is in the table too, but
 the standard library's ast and tokenize check it (rewrite.py). A suffix not in the table cannot be
-checked, so Document is not offered for it (lsp.code_actions). The module also says which files are
-tests: the ones a check runs, and the wider set the workspace index counts less.
+checked, so Document is not offered for it (lsp.code_actions). Next-edit suggestions ask it whether a
+changed text still parses. The module also says which files are tests: the ones a check runs, and the
+wider set the workspace index counts less.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
 import re
@@ -174,6 +176,21 @@ def fence_tag(suffix: str) -> str:
     """The language tag of a fenced code block that holds a file of this suffix."""
     language = for_suffix(suffix)
     return language.name if language is not None else suffix.lstrip(".")
+
+
+def parses(suffix: str, text: str) -> bool | None:
+    """Whether a text of this file suffix parses without an error; None where no parser is at hand."""
+    language = for_suffix(suffix)
+    if language is None:
+        return None
+    if language.grammar is None:  # Python
+        try:
+            ast.parse(text)
+        except (SyntaxError, ValueError):  # ValueError: a null byte
+            return False
+        return True
+    parser = tree_sitter.Parser(_grammar(*language.grammar))
+    return not parser.parse(_utf8(text)).root_node.has_error
 
 
 class Parse:

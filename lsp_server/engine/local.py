@@ -85,7 +85,7 @@ class Priority(IntEnum):
     """The engine's queues, most urgent first. Warming comes last, the likeliest next prompt first."""
 
     REQUEST = 0  # chat, code actions, the engine's info
-    COMPLETION = 1  # inline completion while typing
+    COMPLETION = 1  # inline completion while typing, and next-edit suggestions once it pauses
     # Warming (background work): a conversation with its latest answer, which a follow-up starts with;
     WARM_FOLLOW_UP = 2
     # a document's opening for its first question, on open and after an edit;
@@ -279,6 +279,21 @@ class Engine:
             return _generate(engine, job, payload, lambda _text: True, keep_going)
 
         job = self._enqueue(run, Priority.COMPLETION, urgent=True, slot=COMPLETION_SLOT)
+        try:
+            result: ChatResult = await job.wait()
+        except asyncio.CancelledError:
+            job.cancel()
+            raise
+        return result
+
+    async def suggest(self, request: ChatRequest) -> ChatResult:
+        """Answers a next-edit request in its own slot, queued and stopped as a completion is."""
+        payload = request.to_native()
+
+        def run(engine: native.NativeEngine, job: Job) -> ChatResult:
+            return _generate(engine, job, payload, lambda _text: True, None)
+
+        job = self._enqueue(run, Priority.COMPLETION, urgent=True, slot=request.slot)
         try:
             result: ChatResult = await job.wait()
         except asyncio.CancelledError:

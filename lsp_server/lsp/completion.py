@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -79,7 +78,7 @@ class InlineCompletion:
         return self._request(document, around) if around is not None else None
 
     def _request(self, document: TextDocument, around: infill.Around) -> InfillRequest:
-        filename, repo = self._names(documents.uri_to_path(document.uri))
+        filename, repo = documents.shown_name(self._server.workspace, documents.uri_to_path(document.uri))
         return InfillRequest(
             prefix=around.prefix,
             prompt=around.prompt,
@@ -124,15 +123,6 @@ class InlineCompletion:
             return None
         return ending.shown(result.content)
 
-    def _names(self, path: Path | None) -> tuple[str, str]:
-        """The file's path as the prompt names it (relative to its folder), and the folder's name."""
-        if path is None:
-            return "", ""
-        for root in documents.workspace_roots(self._server.workspace):
-            if path.is_relative_to(root):
-                return path.relative_to(root).as_posix(), root.name
-        return path.name, ""
-
     def _extra(self, document: TextDocument) -> list[tuple[str, str]]:
         """The first lines of a few other open files, in a fixed order (so that the prompt's start
         stays the same from keystroke to keystroke)."""
@@ -142,6 +132,6 @@ class InlineCompletion:
         )
         extra = []
         for other in others[:EXTRA_FILES]:
-            name, _ = self._names(documents.uri_to_path(other.uri))
+            name, _ = documents.shown_name(self._server.workspace, documents.uri_to_path(other.uri))
             extra.append((name or other.uri, "".join(other.lines[:EXTRA_LINES])))
         return extra

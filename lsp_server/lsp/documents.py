@@ -18,6 +18,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 from pygls.workspace import TextDocument, Workspace
 
+from ..assistant.edits import changed_region
 from ..assistant.tools.proposals import Proposals, ProposedEdit
 from . import protocol
 from .text_document import LspDocuments, LspTextDocument, uri_to_path
@@ -53,6 +54,16 @@ def workspace_roots(workspace: Workspace, uri: str | None = None) -> list[Path]:
     return [root for root in roots if root is not None]
 
 
+def shown_name(workspace: Workspace, path: Path | None) -> tuple[str, str]:
+    """A file's path as prompts name it (relative to its workspace folder), and that folder's name."""
+    if path is None:
+        return "", ""
+    for root in workspace_roots(workspace):
+        if path.is_relative_to(root):
+            return path.relative_to(root).as_posix(), root.name
+    return path.name, ""
+
+
 def open_text(workspace: Workspace, path: Path) -> str | None:
     document = open_document(workspace, path)
     return document.source if document is not None else None
@@ -63,25 +74,6 @@ def selection_text(document: TextDocument, selection: protocol.Range) -> str:
     return document.text_in_client_range(
         types.Range(types.Position(start.line, start.character), types.Position(end.line, end.character))
     )
-
-
-def changed_region(before: str, after: str) -> tuple[int, int, str]:
-    """The smallest (start, end, replacement) that turns before into after."""
-    start = 0
-    limit = min(len(before), len(after))
-    while start < limit and before[start] == after[start]:
-        start += 1
-    end_before, end_after = len(before), len(after)
-    while end_before > start and end_after > start and before[end_before - 1] == after[end_after - 1]:
-        end_before -= 1
-        end_after -= 1
-    # No LSP position lies between the \r and \n of a line ending: widen the region over the pair.
-    if 0 < start < len(before) and before[start - 1] == "\r" and before[start] == "\n":
-        start -= 1
-    if 0 < end_before < len(before) and before[end_before - 1] == "\r" and before[end_before] == "\n":
-        end_before += 1
-        end_after += 1
-    return start, end_before, after[start:end_after]
 
 
 def workspace_edit(workspace: Workspace, proposals: Proposals) -> types.WorkspaceEdit | None:

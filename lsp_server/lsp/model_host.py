@@ -230,6 +230,9 @@ class HostedEngine:
     ) -> ChatResult:
         return await self._on_the_newest(lambda engine: engine.complete(request, keep_going))
 
+    async def suggest(self, request: ChatRequest) -> ChatResult:
+        return await self._on_the_newest(lambda engine: engine.suggest(request))
+
     def warm(self, request: ChatRequest, follow_up: bool = False) -> WarmJob:
         return self._engine.warm(request, follow_up)
 

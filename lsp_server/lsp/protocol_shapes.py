@@ -345,6 +345,11 @@ NextEditStats = Interface(
             "The last request's figures (`tMs`, `nPrompt`, `nEvaluated`, `nGenerated`, `nDrafted`, "
             "`nAccepted`, `outcome`); null before the first.",
         ),
+        optional(
+            "warm",
+            nullable(obj(field("uri", STRING), field("firstLine", INTEGER))),
+            "The document whose window (from `firstLine`) the suggestions' slot holds now; null: none yet.",
+        ),
     ),
 )
 
@@ -502,7 +507,7 @@ NextEdit = Interface(
             ListOf(TextEdit),
             "One or more edits, in document order, not overlapping; they may be away from the cursor.",
         ),
-        field("id", STRING, "Names the suggestion in `assistant/nextEditShown`, `...Accepted`, `...Rejected`."),
+        field("id", STRING, "Names it in `assistant/nextEditShown`, `...Accepted` and `...Rejected`."),
     ),
 )
 

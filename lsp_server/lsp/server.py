@@ -28,6 +28,7 @@ from .codebase_index import WorkspaceIndex
 from .completion import InlineCompletion
 from .failure_diagnostics import FailureDiagnostics
 from .model_host import ModelHost, ModelUnavailable
+from .next_edit import NextEdits
 from .rpc_protocol import HardenedProtocol, replace_workspace, shutdown_received
 from .text_document import LspDocuments
 from .turns import TurnService
@@ -74,6 +75,7 @@ class AssistantServer(LanguageServer):
         self._served_name: str | None = None
         self.turns = TurnService(self)
         self.completion = InlineCompletion(self)
+        self.next_edits = NextEdits(self)
         self.warmer = Warmer(self, self.turns, self.refresh_status, self.completion.warm_request)
         self.turns.on_answered = self.warmer.answered
         self.model_host = ModelHost(self, lambda: self.settings)
@@ -213,6 +215,8 @@ class AssistantServer(LanguageServer):
             self.codebase.settings_changed(old, new)
         if not new.warm:
             self.warmer.stop_all()
+        if not new.next_edit:
+            self.next_edits.stop_all()
         if not new.test_diagnostics:
             self.test_diagnostics.stop_all()
         if self.configured:  # before that, `initialized` asks for the engine once the configuration is in
@@ -302,6 +306,7 @@ def create_server() -> AssistantServer:
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(ls: AssistantServer, _params: None) -> None:
         ls.warmer.stop_all()
+        ls.next_edits.stop_all()
         ls.test_diagnostics.stop_all()
         ls.codebase.stop()
         await ls.model_host.close()
@@ -310,10 +315,12 @@ def create_server() -> AssistantServer:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def on_did_open(ls: AssistantServer, params: types.DidOpenTextDocumentParams) -> None:
         ls.warmer.opened(params.text_document.uri)
+        ls.next_edits.opened(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def on_did_change(ls: AssistantServer, params: types.DidChangeTextDocumentParams) -> None:
         ls.warmer.changed(params.text_document.uri)
+        ls.next_edits.changed(params.text_document.uri)
         ls.codebase.changed(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
@@ -328,6 +335,7 @@ def create_server() -> AssistantServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def on_did_close(ls: AssistantServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.warmer.closed(params.text_document.uri)
+        ls.next_edits.closed(params.text_document.uri)
 
     @server.feature(types.EXIT)
     async def on_exit(ls: AssistantServer, _params: None) -> None:
@@ -352,6 +360,22 @@ def create_server() -> AssistantServer:
         search = protocol.parse_search_params(params)
         return await ls.codebase.search(search.query, search.limit)
 
+    @server.feature(protocol.NEXT_EDIT)
+    @_lsp_errors
+    async def on_next_edit(ls: AssistantServer, params: Any) -> dict[str, Any] | None:
+        return await ls.next_edits.suggest(protocol.parse_next_edit_params(params))
+
+    def on_next_edit_feedback(method: str) -> None:
+        @server.feature(method)
+        def on_feedback(ls: AssistantServer, params: Any) -> None:
+            try:
+                ls.next_edits.feedback(method, protocol.parse_suggestion_id(params))
+            except protocol.ParamsError as exc:  # a notification has no answer to carry the error
+                log.warning("%s: %s", method, exc)
+
+    for method in (protocol.NEXT_EDIT_SHOWN, protocol.NEXT_EDIT_ACCEPTED, protocol.NEXT_EDIT_REJECTED):
+        on_next_edit_feedback(method)
+
     @server.feature(protocol.STATS)
     @_lsp_errors
     async def on_stats(ls: AssistantServer, _params: Any) -> dict[str, Any]:
@@ -367,6 +391,7 @@ def create_server() -> AssistantServer:
             "totals": ls.turns.stats.totals_json(),
             "lastStats": ls.turns.stats.last_json(),
             "lastCompletion": ls.completion.last,
+            "nextEdit": ls.next_edits.stats_json(),
         }
 
     @server.feature(

@@ -344,7 +344,7 @@ export interface NextEditParams {
 export interface NextEdit {
   /** One or more edits, in document order, not overlapping; they may be away from the cursor. */
   edits: TextEdit[];
-  /** Names the suggestion in `assistant/nextEditShown`, `...Accepted`, `...Rejected`. */
+  /** Names it in `assistant/nextEditShown`, `...Accepted` and `...Rejected`. */
   id: string;
 }
 
@@ -368,6 +368,8 @@ export interface NextEditStats {
    * `outcome`); null before the first.
    */
   last: Record<string, unknown> | null;
+  /** The document whose window (from `firstLine`) the suggestions' slot holds now; null: none yet. */
+  warm?: { uri: string; firstLine: number } | null;
 }
 
 /** The argument of `llamaLsp.showAnswer`. */

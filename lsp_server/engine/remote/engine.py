@@ -191,6 +191,11 @@ class RemoteEngine:
     ) -> ChatResult:
         raise EngineError("inline completion needs the local backend", "unsupported")
 
+    async def suggest(self, request: ChatRequest) -> ChatResult:
+        # The server schedules its own requests: a suggestion is one more, which the client cancels when
+        # the user types on.
+        return await self.generate(request)
+
     async def aclose(self) -> None:
         await self._client.close()
 

@@ -172,8 +172,7 @@
 ---@class llama_lsp.NextEdit
 ---@field edits lsp.TextEdit[] One or more edits, in document order, not overlapping; they may be away from
 ---                            the cursor.
----@field id string            Names the suggestion in `assistant/nextEditShown`, `...Accepted`,
----                            `...Rejected`.
+---@field id string            Names it in `assistant/nextEditShown`, `...Accepted` and `...Rejected`.
 
 ---The params of `assistant/nextEditShown`, `assistant/nextEditAccepted` and `assistant/nextEditRejected`.
 ---@class llama_lsp.NextEditFeedback
@@ -189,6 +188,8 @@
 ---@field last table<string, any>|nil The last request's figures (`tMs`, `nPrompt`, `nEvaluated`,
 ---                                   `nGenerated`, `nDrafted`, `nAccepted`, `outcome`); null before the
 ---                                   first.
+---@field warm? { uri: string, firstLine: integer }|nil The document whose window (from `firstLine`) the
+---                                   suggestions' slot holds now; null: none yet.
 
 ---The argument of `llamaLsp.showAnswer`.
 ---@class llama_lsp.ShowAnswerArgs

@@ -1,0 +1,385 @@
+"""Next-edit suggestions' text rules: the recent edits as the server saw them, the prompt that shows
+them to the model, and what of its answer is a suggestion. Plain text: no LSP, no model.
+
+The prompt is laid out stable-first, so that a request evaluates little more than the edit it follows:
+1. the instructions (the same for every request);
+2. a window of the file as it was when its history began (`EditHistory.base`): it changes only when the
+   history starts again or the cursor moves to another window;
+3. the recent edits, oldest first, as original/updated blocks (which small models follow better than
+   unified diffs); typing on the same lines updates the last block, so the blocks before it stay;
+4. the editable region as it is now: a few lines around the cursor, or around the next place where the
+   user's last substitution has not been made yet (the next edit is often there, away from the cursor);
+5. the answer's start, the region's opening marker: the model writes the region again, and the
+   engine drafts from the region it is copying.
+The suggestion is the difference between the region and the model's version of it. No change, a change
+that undoes the user's last edit, or one after which a text that parsed no longer does: no suggestion.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from . import languages
+from .edits import changed_region, split_lines
+
+REGION_ABOVE = 2  # lines of the editable region above its anchor (the cursor's line)
+REGION_BELOW = 5  # and below it
+WINDOW_LINES = 120  # lines of the file shown before the edits, at most
+WINDOW_STEP = 40  # the window's first line moves in steps of this many lines (a stable prompt prefix)
+WINDOW_CHARS = 8_000  # and characters, at most: a file of long lines shows fewer of them
+MAX_HUNKS = 6  # recent edits shown, at most; older ones are dropped
+MAX_OTHER_HUNKS = 2  # of them, edits to other open files
+MAX_HUNK_LINES = 20  # an edit larger than this (a paste, a reload) is no pattern: the history restarts
+MAX_TEXT_CHARS = 2_000_000  # a larger document gets no suggestions (its history is not kept)
+ANSWER_SLACK_TOKENS = 48  # the answer may be this much longer than the region (in tokens, estimated)
+CHARS_PER_TOKEN = 3  # for estimating, on code
+
+START = "<|editable_region_start|>"
+END = "<|editable_region_end|>"
+CURSOR = "<|user_cursor_is_here|>"
+
+SYSTEM = (
+    "You predict the next edit a programmer will make to their code. You are shown a part of a file as it "
+    "was, the edits the programmer made since, oldest first, and the part of the file where the next edit "
+    f"may happen, between {START} and {END}, as it is now. Write that part again as it will be after the "
+    "programmer's next edit: the change their recent edits call for, such as the same change made to "
+    "another occurrence, or a change they started and have not finished. Keep every other line exactly "
+    "as it is. If the recent edits call for no change in that part, write it again unchanged. Write only "
+    f"the part, from {START} to {END}, with no explanation."
+)
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One recent edit, as whole lines: `before` became `after` at line `line` (0-based, in the text
+    after the edit)."""
+
+    path: str
+    line: int
+    before: str
+    after: str
+    order: int  # when it was made, among every document's edits
+
+    @property
+    def after_lines(self) -> int:
+        return len(split_lines(self.after))
+
+
+@dataclass
+class DocumentHistory:
+    """One open document's recent edits: its text when they began, and the edits since."""
+
+    path: str
+    base: str  # the text before the first of `hunks`
+    text: str  # the text now
+    hunks: list[Hunk] = field(default_factory=list)
+
+    def restart(self) -> None:
+        self.base = self.text
+        self.hunks.clear()
+
+
+class EditHistory:
+    """The recent edits to every open document, as the server saw them (didOpen, didChange)."""
+
+    def __init__(self) -> None:
+        self._documents: dict[str, DocumentHistory] = {}
+        self._order = 0
+
+    def opened(self, uri: str, path: str, text: str) -> None:
+        if len(text) > MAX_TEXT_CHARS:
+            self._documents.pop(uri, None)
+            return
+        self._documents[uri] = DocumentHistory(path, text, text)
+
+    def closed(self, uri: str) -> None:
+        self._documents.pop(uri, None)
+
+    def get(self, uri: str) -> DocumentHistory | None:
+        return self._documents.get(uri)
+
+    def changed(self, uri: str, path: str, text: str) -> None:
+        """Records the document's new text as an edit: merged into the last one where it touches the same
+        lines (typing a word is one edit), else appended; a large one starts the history again."""
+        history = self._documents.get(uri)
+        if history is None or len(text) > MAX_TEXT_CHARS:
+            self.opened(uri, path, text)
+            return
+        old, history.text = history.text, text
+        hunk = _line_hunk(old, text, path, self._order + 1)
+        if hunk is None:
+            return
+        if len(split_lines(hunk.before)) > MAX_HUNK_LINES or hunk.after_lines > MAX_HUNK_LINES:
+            history.restart()
+            return
+        self._order += 1
+        last = history.hunks[-1] if history.hunks else None
+        if last is not None and _touches(last, hunk):
+            merged = _line_hunk(_revert(old, last), text, path, self._order)
+            if merged is None:  # the edits cancel out: the user undid the last one
+                history.hunks.pop()
+                return
+            if len(split_lines(merged.before)) <= MAX_HUNK_LINES and merged.after_lines <= MAX_HUNK_LINES:
+                history.hunks[-1] = merged
+                return
+        history.hunks.append(hunk)
+        if len(history.hunks) > 2 * MAX_HUNKS:  # only the last MAX_HUNKS are shown; keep a few more
+            del history.hunks[: len(history.hunks) - MAX_HUNKS]
+
+    def recent(self, uri: str) -> list[Hunk]:
+        """The edits a suggestion in `uri` follows: its own since its history began, and the latest few to
+        other open documents, oldest first."""
+        history = self._documents.get(uri)
+        if history is None:
+            return []
+        others = sorted(
+            (hunk for key, other in self._documents.items() if key != uri for hunk in other.hunks),
+            key=lambda hunk: hunk.order,
+        )[-MAX_OTHER_HUNKS:]
+        own = history.hunks[-MAX_HUNKS:]
+        if own:  # another document's edits older than this one's history tell little about it
+            others = [hunk for hunk in others if hunk.order > own[0].order]
+        return sorted(own + others, key=lambda hunk: hunk.order)[-MAX_HUNKS:]
+
+
+def _line_hunk(old: str, new: str, path: str, order: int) -> Hunk | None:
+    """The whole lines that changed between two texts; None when they are the same."""
+    if old == new:
+        return None
+    start, end, replacement = changed_region(old, new)
+    line_start = old.rfind("\n", 0, start) + 1
+    if end > start and old[end - 1] == "\n":
+        line_end = end  # the change ends with a line ending: the next line is untouched
+    else:
+        newline = old.find("\n", end)
+        line_end = len(old) if newline < 0 else newline + 1
+    before = old[line_start:line_end]
+    after = old[line_start:start] + replacement + old[end:line_end]
+    return Hunk(path, old.count("\n", 0, line_start), before, after, order)
+
+
+def _touches(last: Hunk, hunk: Hunk) -> bool:
+    """Whether a new edit lies on or right next to the lines of the last one (in the text before it)."""
+    last_end = last.line + max(last.after_lines, 1)
+    hunk_end = hunk.line + max(len(split_lines(hunk.before)), 1)
+    return hunk.line <= last_end and last.line <= hunk_end
+
+
+def _revert(text: str, hunk: Hunk) -> str:
+    """The text with one edit undone (the hunk's `after` lines replaced by its `before` lines)."""
+    lines = split_lines(text)
+    return "".join(lines[: hunk.line]) + hunk.before + "".join(lines[hunk.line + hunk.after_lines :])
+
+
+# ---- the prompt ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Region:
+    """The editable region: lines [start, end) of the text now, and where the cursor is in it."""
+
+    start: int
+    end: int
+    text: str
+    cursor: int | None  # an offset in `text`; None when the region is away from the cursor
+
+
+@dataclass(frozen=True)
+class Prompt:
+    messages: list[dict[str, str]]  # the system message, the file's window, the edits and the region
+    answer_start: str  # the start of the model's answer (continued)
+    region: Region
+    max_tokens: int
+
+
+def substitution(hunk: Hunk) -> tuple[str, str] | None:
+    """What the edit replaced by what, where it made one replacement within a line (a rename, a changed
+    argument), widened to whole words: (old, new), else None."""
+    start, end, replacement = changed_region(hunk.before, hunk.after)
+    if "\n" in hunk.before[start:end] or "\n" in replacement:
+        return None
+    after_end = start + len(replacement)
+    # Whole words on both sides: `tax_rate` -> `tax` is one substitution, not `_rate` -> ``.
+    while start > 0 and _is_word(hunk.before[start - 1]):
+        start -= 1
+    while end < len(hunk.before) and _is_word(hunk.before[end]):
+        end += 1
+        after_end += 1
+    old, new = hunk.before[start:end], hunk.after[start:after_end]
+    if len(old.strip()) < 2 or old == new:
+        return None
+    return old, new
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _whole_word(text: str) -> re.Pattern[str]:
+    """Finds `text` where it is not part of a longer identifier."""
+    left = r"(?<![\w])" if _is_word(text[0]) else ""
+    right = r"(?![\w])" if _is_word(text[-1]) else ""
+    return re.compile(left + re.escape(text) + right)
+
+
+def region_anchor(text: str, cursor_line: int, hunks: list[Hunk], path: str) -> tuple[int, bool]:
+    """The line the editable region is around, and whether it is the cursor's: the cursor's line, unless
+    the user's last edit in this file replaced a word that still occurs outside the region around the
+    cursor: then its next occurrence after the cursor (or the first one before it)."""
+    own = [hunk for hunk in hunks if hunk.path == path]
+    replaced = substitution(own[-1]) if own else None
+    if replaced is None:
+        return cursor_line, True
+    pattern = _whole_word(replaced[0].strip())
+    lines = split_lines(text)
+    near = range(cursor_line - REGION_ABOVE, cursor_line + REGION_BELOW + 1)
+    found = [n for n, line in enumerate(lines) if pattern.search(line)]
+    if not found or any(n in near for n in found):
+        return cursor_line, True
+    after = [n for n in found if n > cursor_line]
+    return (after[0] if after else found[-1]), False
+
+
+def editable_region(text: str, anchor: int, cursor_offset: int | None) -> Region:
+    lines = split_lines(text)
+    start = max(0, min(anchor, len(lines) - 1) - REGION_ABOVE)
+    end = min(len(lines), anchor + REGION_BELOW + 1)
+    region_start = sum(len(line) for line in lines[:start])
+    region_text = "".join(lines[start:end])
+    cursor = None
+    if cursor_offset is not None and region_start <= cursor_offset <= region_start + len(region_text):
+        cursor = cursor_offset - region_start
+    return Region(start, end, region_text, cursor)
+
+
+def window(base: str, anchor: int) -> tuple[int, str]:
+    """The lines of the file's text before the edits that the prompt shows: a window that holds the anchor
+    and moves in steps, so that requests around the same place share it. Returns its first line's index."""
+    lines = split_lines(base)
+    first = max(0, (anchor - WINDOW_LINES // 2) // WINDOW_STEP * WINDOW_STEP)
+    if first >= len(lines):
+        first = max(0, (len(lines) - 1) // WINDOW_STEP * WINDOW_STEP)
+    shown = lines[first : first + WINDOW_LINES]
+    text = "".join(shown)
+    if len(text) > WINDOW_CHARS:  # long lines: keep the ones nearest the anchor
+        keep = max(0, anchor - first)
+        while len(text) > WINDOW_CHARS and len(shown) > 1:
+            if keep < len(shown) // 2:
+                shown.pop()
+            else:
+                shown.pop(0)
+                first += 1
+                keep -= 1
+            text = "".join(shown)
+    return first, text
+
+
+def build_prompt(history: DocumentHistory, hunks: list[Hunk], cursor_line: int, cursor_offset: int) -> Prompt:
+    anchor, at_cursor = region_anchor(history.text, cursor_line, hunks, history.path)
+    region = editable_region(history.text, anchor, cursor_offset if at_cursor else None)
+    first, shown = window(history.base, anchor)
+    fence = languages.fence_tag(PurePosixPath(history.path).suffix)
+    last_line = first + len(split_lines(shown))
+    file_message = (
+        f"The file `{history.path}`, lines {first + 1} to {last_line}, before my recent edits:\n"
+        f"```{fence}\n{shown}{'' if shown.endswith(chr(10)) or not shown else chr(10)}```"
+    )
+    edits = "\n\n".join(_hunk_block(hunk) for hunk in hunks)
+    region_text = region.text
+    if region.cursor is not None:
+        region_text = region_text[: region.cursor] + CURSOR + region_text[region.cursor :]
+    where = "around my cursor" if region.cursor is not None else "where my last edit may apply next"
+    edits_message = (
+        f"My recent edits, oldest first:\n\n{edits}\n\n"
+        f"The part of `{history.path}` {where}, as it is now:\n{START}\n{region_text}{END}"
+    )
+    max_tokens = len(region.text) // CHARS_PER_TOKEN + ANSWER_SLACK_TOKENS
+    return Prompt(
+        messages=[
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": file_message},
+            {"role": "user", "content": edits_message},
+        ],
+        answer_start=f"{START}\n",
+        region=region,
+        max_tokens=max_tokens,
+    )
+
+
+def _hunk_block(hunk: Hunk) -> str:
+    return (
+        f"In `{hunk.path}`, these lines:\n```\n{_with_ending(hunk.before)}```\n"
+        f"became:\n```\n{_with_ending(hunk.after)}```"
+    )
+
+
+def _with_ending(text: str) -> str:
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
+# ---- the answer ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextEdit:
+    """A replacement of text[start:end] in the document's text now (string offsets)."""
+
+    start: int
+    end: int
+    new_text: str
+
+
+def suggestion(history: DocumentHistory, prompt: Prompt, answer: str) -> list[TextEdit] | None:
+    """The edits the model's complete answer suggests (the difference between the region and its
+    rewrite), or None: no change, a change that undoes the user's last edit, or one after which the text
+    no longer parses."""
+    written = _region_written(answer)
+    region = prompt.region
+    if region.text.endswith("\n") and not written.endswith("\n"):
+        written += "\n"
+    elif not region.text.endswith("\n") and written.endswith("\n"):
+        written = written[:-1]  # the file's last line, which has no line ending
+    if written == region.text:
+        return None
+    lines = split_lines(history.text)
+    region_start = sum(len(line) for line in lines[: region.start])
+    text = history.text
+    after = text[:region_start] + written + text[region_start + len(region.text) :]
+    own = [hunk for hunk in history.hunks if hunk.path == history.path]
+    if own and after == _revert(text, own[-1]):
+        return None
+    suffix = PurePosixPath(history.path).suffix
+    if languages.parses(suffix, after) is False and languages.parses(suffix, text) is not False:
+        return None
+    return _edits(region.text, written, region_start)
+
+
+def _region_written(answer: str) -> str:
+    """The region as the model wrote it: after the opening marker, up to the closing one (where the
+    answer holds it: the request stops before it), without the cursor's marker."""
+    if answer.startswith(START):
+        answer = answer[len(START) :]
+        if answer.startswith("\n"):
+            answer = answer[1:]
+    end = answer.find(END)
+    return (answer if end < 0 else answer[:end]).replace(CURSOR, "")
+
+
+def _edits(old: str, new: str, offset: int) -> list[TextEdit]:
+    """The smallest edits, line by line and then within the lines, that turn `old` into `new`."""
+    old_lines, new_lines = split_lines(old), split_lines(new)
+    edits = []
+    starts = [0]
+    for line in old_lines:
+        starts.append(starts[-1] + len(line))
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        before, after = "".join(old_lines[i1:i2]), "".join(new_lines[j1:j2])
+        start, end, replacement = changed_region(before, after)
+        edits.append(TextEdit(offset + starts[i1] + start, offset + starts[i1] + end, replacement))
+    return edits
