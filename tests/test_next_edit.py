@@ -1,0 +1,284 @@
+"""Next-edit suggestions: the text rules without a model (the history of edits, the prompt, what of an
+answer is a suggestion), then `assistant/nextEdit` over stdio on the real test model: a rename followed,
+stale versions, a request superseded by an edit, the feedback counted."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from lsp_server.assistant import next_edit
+from lsp_server.lsp import protocol
+
+from .lsp_client import AssistantClient
+
+PRICE = """def total_price(items, tax_rate):
+    subtotal = sum(item.price for item in items)
+    return subtotal * (1 + tax_rate)
+"""
+RENAMED = PRICE.replace("items, tax_rate", "items, tax")
+
+
+def history_of(*texts: str, path: str = "price.py") -> next_edit.EditHistory:
+    """A history that saw the document opened with the first text, then changed to each of the others."""
+    history = next_edit.EditHistory()
+    history.opened("uri", path, texts[0])
+    for text in texts[1:]:
+        history.changed("uri", path, text)
+    return history
+
+
+# ---- the history of edits ----------------------------------------------------------------------------
+
+
+def test_an_edit_is_kept_as_the_whole_lines_it_changed():
+    history = history_of(PRICE, RENAMED)
+    [hunk] = history.recent("uri")
+    assert (hunk.line, hunk.before, hunk.after) == (
+        0,
+        "def total_price(items, tax_rate):\n",
+        "def total_price(items, tax):\n",
+    )
+
+
+def test_typing_on_the_same_line_is_one_edit_and_an_edit_elsewhere_another():
+    typed = [PRICE.replace("tax_rate)", f"tax_rate{', extra'[:n]})", 1) for n in range(1, 8)]
+    history = history_of(PRICE, *typed)
+    [hunk] = history.recent("uri")
+    assert hunk.before == "def total_price(items, tax_rate):\n"
+    assert hunk.after == "def total_price(items, tax_rate, extra):\n"
+    elsewhere = typed[-1].replace("return subtotal", "return 2 * subtotal")
+    history.changed("uri", "price.py", elsewhere)
+    assert [h.line for h in history.recent("uri")] == [0, 2]
+
+
+def test_an_edit_undone_leaves_no_edit():
+    history = history_of(PRICE, RENAMED, PRICE)
+    assert history.recent("uri") == []
+
+
+def test_a_paste_of_thousands_of_lines_starts_the_history_again():
+    pasted = RENAMED + "".join(f"x{n} = {n}\n" for n in range(5000))
+    history = history_of(PRICE, RENAMED, pasted)
+    assert history.recent("uri") == []
+    document = history.get("uri")
+    assert document is not None and document.base == pasted
+
+
+def test_the_edits_of_other_open_documents_come_in_the_order_they_were_made():
+    history = history_of(PRICE, RENAMED)
+    history.opened("other", "other.py", "a = 1\n")
+    history.changed("other", "other.py", "a = 2\n")
+    assert [hunk.path for hunk in history.recent("uri")] == ["price.py", "other.py"]
+    history.closed("other")
+    assert [hunk.path for hunk in history.recent("uri")] == ["price.py"]
+
+
+def test_a_rename_is_a_substitution_of_whole_words():
+    [hunk] = history_of(PRICE, RENAMED).recent("uri")
+    assert next_edit.substitution(hunk) == ("tax_rate", "tax")
+    [added] = history_of("x = f(a)\n", "x = f(a, b)\n").recent("uri")
+    assert next_edit.substitution(added) is None  # `a` is too short to look for
+
+
+def test_the_region_goes_to_the_next_place_a_renamed_word_is_left_when_it_is_far_from_the_cursor():
+    far = PRICE + "\n" * 20 + "def net(price, tax_rate):\n    return price / (1 + tax_rate)\n"
+    history = history_of(far, far.replace("items, tax_rate", "items, tax"))
+    document = history.get("uri")
+    assert document is not None
+    hunks = history.recent("uri")
+    # The cursor's own region holds a place the word is left (line 2): it stays there.
+    assert next_edit.region_anchor(document.text, 0, hunks, "price.py") == (0, True)
+    # Far below every place near the cursor, the region goes to the nearest one after it.
+    text = document.text
+    lines = text.split("\n")
+    assert lines[23].startswith("def net(price, tax_rate)")
+    moved = far.replace("items, tax_rate", "items, tax").replace("(1 + tax_rate)\n", "(1 + tax)\n", 1)
+    history.changed("uri", "price.py", moved)
+    document = history.get("uri")
+    assert document is not None
+    anchor, at_cursor = next_edit.region_anchor(document.text, 2, history.recent("uri"), "price.py")
+    assert (anchor, at_cursor) == (23, False)
+
+
+# ---- the prompt ----------------------------------------------------------------------------------------
+
+
+def test_the_prompt_starts_with_what_stays_and_ends_with_the_region_around_the_cursor():
+    history = history_of(PRICE, RENAMED)
+    document = history.get("uri")
+    assert document is not None
+    prompt = next_edit.build_prompt(document, history.recent("uri"), 0, RENAMED.index("tax)") + 3)
+    system, window, edits = (message["content"] for message in prompt.messages)
+    assert system == next_edit.SYSTEM
+    assert "tax_rate" in window and "tax)" not in window  # the file before the edits
+    assert edits.endswith(
+        f"{next_edit.START}\ndef total_price(items, tax{next_edit.CURSOR}):\n"
+        "    subtotal = sum(item.price for item in items)\n"
+        f"    return subtotal * (1 + tax_rate)\n{next_edit.END}"
+    )
+    assert prompt.answer_start == f"{next_edit.START}\n"
+
+
+def test_the_window_of_the_file_stays_the_same_while_the_cursor_moves_within_a_step():
+    text = "".join(f"line_{n} = {n}\n" for n in range(1000))
+    firsts = {next_edit.window(text, anchor)[0] for anchor in range(500, 500 + next_edit.WINDOW_STEP // 2)}
+    assert len(firsts) <= 2
+    first, shown = next_edit.window(text, 500)
+    assert first <= 500 < first + len(shown.splitlines())
+
+
+# ---- the answer --------------------------------------------------------------------------------------------
+
+
+def suggest(
+    before: str, after: str, answer_region: str, cursor_line: int = 0
+) -> list[next_edit.TextEdit] | None:
+    history = history_of(before, after)
+    document = history.get("uri")
+    assert document is not None
+    prompt = next_edit.build_prompt(document, history.recent("uri"), cursor_line, 0)
+    return next_edit.suggestion(document, prompt, next_edit.START + "\n" + answer_region)
+
+
+def apply(text: str, edits: list[next_edit.TextEdit]) -> str:
+    for edit in reversed(edits):
+        text = text[: edit.start] + edit.new_text + text[edit.end :]
+    return text
+
+
+def test_the_suggestion_is_the_smallest_edit_that_makes_the_region_the_models():
+    edits = suggest(PRICE, RENAMED, RENAMED.replace("(1 + tax_rate)", "(1 + tax)"))
+    assert edits is not None
+    assert [(RENAMED[e.start : e.end], e.new_text) for e in edits] == [("_rate", "")]
+    assert apply(RENAMED, edits) == PRICE.replace("tax_rate", "tax")
+
+
+def test_the_cursor_marker_and_the_closing_marker_are_not_part_of_the_suggestion():
+    region = RENAMED.replace("(1 + tax_rate)", "(1 + tax)").replace("tax)", f"tax{next_edit.CURSOR})", 1)
+    edits = suggest(PRICE, RENAMED, region + next_edit.END + "\nmore")
+    assert edits is not None and apply(RENAMED, edits) == PRICE.replace("tax_rate", "tax")
+
+
+def test_no_suggestion_for_the_region_unchanged_an_undo_or_code_that_no_longer_parses():
+    assert suggest(PRICE, RENAMED, RENAMED) is None
+    assert suggest(PRICE, RENAMED, PRICE) is None  # the user's rename undone
+    broken = RENAMED.replace("return subtotal * (1 + tax_rate)", "return subtotal * (1 + tax")
+    assert suggest(PRICE, RENAMED, broken) is None
+
+
+def test_a_file_whose_last_line_has_no_line_ending_keeps_it_so():
+    before, after = PRICE.rstrip("\n"), RENAMED.rstrip("\n")
+    edits = suggest(before, after, after.replace("(1 + tax_rate)", "(1 + tax)") + "\n")
+    assert edits is not None and apply(after, edits) == before.replace("tax_rate", "tax")
+
+
+# ---- over stdio, on the test model -------------------------------------------------------------------------
+
+pytestmark_lsp = pytest.mark.asyncio(loop_scope="module")
+SERVER_OPTIONS = {"model": "qwen2.5-coder-0.5b", "contextSize": 4096, "slots": 2, "codebaseIndex": False}
+
+
+def close(client: AssistantClient, uri: str) -> None:
+    """Each test closes its documents: an open document's edits are part of the next ones' prompts."""
+    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+
+
+def open_text(client: AssistantClient, path: Path, text: str) -> str:
+    path.write_text(text)
+    uri = path.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
+    )
+    return uri
+
+
+def replace(
+    client: AssistantClient, uri: str, version: int, line: int, start: int, end: int, text: str
+) -> None:
+    """One edit as an editor sends it: a range of one line replaced."""
+    change = types.TextDocumentContentChangePartial(
+        range=types.Range(types.Position(line, start), types.Position(line, end)), text=text
+    )
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(version=version, uri=uri), [change]
+        )
+    )
+
+
+def ask(client: AssistantClient, uri: str, version: int, line: int, character: int) -> asyncio.Future:
+    return asyncio.ensure_future(
+        client.request(
+            protocol.NEXT_EDIT,
+            {
+                "textDocument": {"uri": uri, "version": version},
+                "position": {"line": line, "character": character},
+            },
+        )
+    )
+
+
+async def next_edit_stats(client: AssistantClient) -> dict:
+    return (await client.request(protocol.STATS, {}))["nextEdit"]
+
+
+@pytestmark_lsp
+async def test_a_rename_is_followed_where_the_old_name_is_left(client: AssistantClient, tmp_path: Path):
+    uri = open_text(client, tmp_path / "price.py", PRICE)
+    replace(client, uri, 2, 0, 23, 31, "tax")  # tax_rate -> tax in the signature
+    suggestion = await ask(client, uri, 2, 0, 26)
+    assert suggestion is not None, await next_edit_stats(client)
+    assert suggestion["edits"] == [
+        {"range": {"start": {"line": 2, "character": 30}, "end": {"line": 2, "character": 35}}, "newText": ""}
+    ]
+    stats = await next_edit_stats(client)
+    assert stats["last"]["outcome"] == "suggested"
+    assert stats["last"]["nEvaluated"] < stats["last"]["nPrompt"]  # the file's window was read before
+    for method in (protocol.NEXT_EDIT_SHOWN, protocol.NEXT_EDIT_ACCEPTED, protocol.NEXT_EDIT_ACCEPTED):
+        client.protocol.notify(method, {"id": suggestion["id"]})
+    client.protocol.notify(protocol.NEXT_EDIT_REJECTED, {"id": "ne-unknown"})
+    after = await next_edit_stats(client)
+    # Each kind of feedback counts once per suggestion; an id the server never gave counts nothing.
+    assert (after["shown"] - stats["shown"], after["accepted"] - stats["accepted"]) == (1, 1)
+    assert after["rejected"] == stats["rejected"]
+    close(client, uri)
+
+
+@pytestmark_lsp
+async def test_a_stale_version_and_a_document_with_no_edits_get_null(client: AssistantClient, tmp_path: Path):
+    uri = open_text(client, tmp_path / "stale.py", PRICE)
+    assert await ask(client, uri, 1, 0, 0) is None
+    assert (await next_edit_stats(client))["last"]["outcome"] == "no edits"
+    replace(client, uri, 2, 0, 23, 31, "tax")
+    assert await ask(client, uri, 1, 0, 26) is None  # about version 1; the document is at 2
+    assert (await next_edit_stats(client))["last"]["outcome"] == "stale"
+    close(client, uri)
+
+
+@pytestmark_lsp
+async def test_an_edit_supersedes_the_suggestion_being_computed(client: AssistantClient, tmp_path: Path):
+    long = "".join(f"def f{n}(price, tax_rate):\n    return price * (1 + tax_rate)\n\n" for n in range(60))
+    uri = open_text(client, tmp_path / "long.py", long)
+    replace(client, uri, 2, 0, 14, 22, "tax")
+    pending = ask(client, uri, 2, 0, 17)
+    await asyncio.sleep(0.3)
+    replace(client, uri, 3, 0, 14, 17, "rate")
+    assert await asyncio.wait_for(pending, 60) is None
+    assert (await next_edit_stats(client))["last"]["outcome"] in ("superseded", "stale")
+    close(client, uri)
+
+
+@pytestmark_lsp
+async def test_bad_params_get_an_error_that_names_the_field(client: AssistantClient, tmp_path: Path):
+    uri = open_text(client, tmp_path / "bad.py", PRICE)
+    with pytest.raises(JsonRpcException, match=r"textDocument\.version"):
+        await client.request(
+            protocol.NEXT_EDIT, {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}
+        )
+    with pytest.raises(JsonRpcException, match="didOpen"):
+        await ask(client, uri + "-closed", 1, 0, 0)
