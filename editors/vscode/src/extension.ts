@@ -6,6 +6,7 @@ import { ChatController, errorMessage } from './chat/controller';
 import { EditorHost, editorContext } from './chat/host';
 import { CHAT_VIEW_ID, ChatViewProvider } from './chat/view';
 import { ACTION_COMMANDS, runAction } from './codeActions';
+import { COMMAND_DISMISS, COMMAND_GO_TO_OR_ACCEPT, NextEditController } from './nextEdit';
 import { COMMAND_INSTALL_SERVER, Notifier } from './notifications';
 import { COMMAND_SHOW_ANSWER, SECTION, type ShowAnswerArgs } from './protocol';
 import { COMMAND_SEARCH_CODEBASE, searchCodebase } from './search';
@@ -39,6 +40,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const host = new EditorHost(llama, notifier);
   const controller = new ChatController(llama, host);
   const view = new ChatViewProvider(context.extensionUri, controller);
+  const nextEdit = new NextEditController(llama, context.extensionUri, output);
 
   const actionDeps = { server: llama, chat: controller, notifier, revealChat: () => view.reveal(false) };
   context.subscriptions.push(
@@ -48,6 +50,7 @@ export function activate(context: vscode.ExtensionContext): void {
     statusBar,
     host,
     controller,
+    nextEdit,
     vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, view, {
       webviewOptions: { retainContextWhenHidden: true },
     }),
@@ -79,6 +82,8 @@ export function activate(context: vscode.ExtensionContext): void {
       vscode.commands.registerCommand(id, () => runAction(action, actionDeps)),
     ),
     vscode.commands.registerCommand(COMMAND_SEARCH_CODEBASE, () => searchCodebase({ server: llama, notifier })),
+    vscode.commands.registerCommand(COMMAND_GO_TO_OR_ACCEPT, () => nextEdit.goToOrAccept()),
+    vscode.commands.registerCommand(COMMAND_DISMISS, () => nextEdit.dismiss()),
     vscode.commands.registerCommand('llamaLsp.newConversation', () => controller.newConversation()),
     vscode.commands.registerCommand('llamaLsp.stop', () => controller.stop()),
     vscode.commands.registerCommand('llamaLsp.restartServer', () => llama.restart()),

@@ -25,6 +25,10 @@ import {
   SECTION,
   chatDeltaProgress,
   chatRequest,
+  nextEditAcceptedNotification,
+  nextEditRejectedNotification,
+  nextEditRequest,
+  nextEditShownNotification,
   searchCodebaseRequest,
   statsRequest,
   statusNotification,
@@ -32,6 +36,8 @@ import {
   type ChatResult,
   type CodeActionArgs,
   type CodeActionResult,
+  type NextEdit,
+  type NextEditParams,
   type ResolvedCodeActionData,
   type SearchCodebaseParams,
   type SearchCodebaseResult,
@@ -61,6 +67,16 @@ export interface ServerPlaces {
   /** Pythons to run the bootstrap with when python3 and python cannot (the Python extension's). */
   laterPythons(): Promise<string[]>;
 }
+
+/** The documents the language client opens in the server: every file (it answers about any text). */
+export const DOCUMENT_SELECTOR = [{ scheme: 'file' }];
+
+/** The three notifications about a next-edit suggestion, by what happened to it. */
+const NEXT_EDIT_FEEDBACK = {
+  shown: nextEditShownNotification,
+  accepted: nextEditAcceptedNotification,
+  rejected: nextEditRejectedNotification,
+} as const;
 
 /** A lightbulb code action the client resolved, with how the server checked its edit. */
 export interface ResolvedCheck {
@@ -176,6 +192,25 @@ export class LlamaServer implements vscode.Disposable {
 
   async searchCodebase(params: SearchCodebaseParams, token?: vscode.CancellationToken): Promise<SearchCodebaseResult> {
     return (await this.running()).sendRequest(searchCodebaseRequest, params, token);
+  }
+
+  /** `assistant/nextEdit`: null when there is nothing to suggest, or the answer is stale or superseded. */
+  async nextEdit(params: NextEditParams, token: vscode.CancellationToken): Promise<NextEdit | null> {
+    return (await this.running()).sendRequest(nextEditRequest, params, token);
+  }
+
+  /** Tells the server what became of a suggestion; nothing when it is not running (its counts went with it). */
+  nextEditFeedback(kind: keyof typeof NEXT_EDIT_FEEDBACK, id: string): void {
+    const client = this.client;
+    if (client === undefined || client.state !== State.Running) return;
+    client.sendNotification(NEXT_EDIT_FEEDBACK[kind], { id }).catch((error: unknown) => {
+      this.output.warn(`${NEXT_EDIT_FEEDBACK[kind].method}: ${String(error)}`);
+    });
+  }
+
+  /** Whether the language client syncs this document with the server, so that the server can answer about it. */
+  serves(document: vscode.TextDocument): boolean {
+    return vscode.languages.match(DOCUMENT_SELECTOR, document) > 0;
   }
 
   /** Runs a code action to the end: the server applies its edit through workspace/applyEdit. */
@@ -306,7 +341,7 @@ export class LlamaServer implements vscode.Disposable {
     };
     const clientOptions: LanguageClientOptions = {
       // Every file: the server answers about any text, and a chat's document must be open in it.
-      documentSelector: [{ scheme: 'file' }],
+      documentSelector: DOCUMENT_SELECTOR,
       initializationOptions: () =>
         initializationOptions(readSettings(vscode.workspace.getConfiguration(SECTION)), vscode.workspace.isTrusted),
       // Sends workspace/didChangeConfiguration with the section when a llamaLsp setting changes (the

@@ -33,6 +33,16 @@ export function completionEnabled(config: ConfigReader): boolean {
   return config.get<boolean>('completion') ?? SERVER_DEFAULTS.completion;
 }
 
+/** Read whenever next-edit suggestions would be asked for (nextEdit.ts), so that a change takes effect at once. */
+export function nextEditSettings(config: ConfigReader): { enabled: boolean; delayMs: number } {
+  const delay = config.get<number>('nextEditDelayMs');
+  return {
+    enabled: config.get<boolean>('nextEdit') ?? SERVER_DEFAULTS.nextEdit,
+    // The server checks the value it gets; here a bad one only decides how long to wait.
+    delayMs: typeof delay === 'number' && Number.isFinite(delay) && delay >= 0 ? delay : SERVER_DEFAULTS.nextEditDelayMs,
+  };
+}
+
 /**
  * The values are passed on as the user typed them: the server checks them and answers a bad one with
  * a visible warning and its default, which says more than a silent fix here would.

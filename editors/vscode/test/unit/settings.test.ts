@@ -236,9 +236,11 @@ describe('manifest contract', () => {
     const ids = manifest.contributes.commands.map((c: { command: string }) => c.command).sort();
     assert.deepEqual(ids, [
       'llamaLsp.askSelection',
+      'llamaLsp.dismissNextEdit',
       'llamaLsp.document',
       'llamaLsp.explain',
       'llamaLsp.fix',
+      'llamaLsp.goToOrAcceptNextEdit',
       'llamaLsp.installServer',
       'llamaLsp.newConversation',
       'llamaLsp.refactor',
