@@ -23,6 +23,7 @@ local verification = require("llama_lsp.verification")
 local here = vim.fs.dirname(debug.getinfo(1, "S").source:sub(2))
 local test_steps = dofile(vim.fs.joinpath(here, "run_steps.lua"))
 local wait_for = test_steps.wait_for
+local in_insert_mode = test_steps.in_insert_mode
 
 local function chat_text()
   return table.concat(vim.api.nvim_buf_get_lines(chat.info().buf, 0, -1, false), "\n")
@@ -37,81 +38,6 @@ local function ask(command)
   local last = assert(chat.info().last, "no answer recorded")
   assert(last.result, "the chat failed: " .. vim.inspect(last))
   return last.result, last.n_partials
-end
-
----Run `body` in Insert mode, as a user types. `keys` (such as "GA") start Insert mode; `body(ui)` runs as a
----coroutine whose waits hand control back to Neovim, which handles typed keys, timers and the server's
----answers only while no Lua runs. `ui.type(keys)` types keys (mappings apply), `ui.wait_for(what,
----timeout_ms, condition)` and `ui.sleep(ms)` wait. <Esc> ends Insert mode once `body` returns or fails;
----a failure is raised here.
-local function in_insert_mode(keys, body)
-  local waiting ---@type { what: string, deadline: number, condition: fun(): boolean }?
-  local outcome ---@type { ok: boolean, err?: string }?
-  local function now_ms()
-    return vim.uv.hrtime() / 1e6
-  end
-  local ui = {
-    type = function(typed)
-      vim.api.nvim_feedkeys(vim.keycode(typed), "mt", false)
-      coroutine.yield()
-    end,
-    wait_for = function(what, timeout_ms, condition)
-      coroutine.yield({ what = what, deadline = now_ms() + timeout_ms, condition = condition })
-    end,
-    sleep = function(ms)
-      local until_ms = now_ms() + ms
-      coroutine.yield({
-        what = "the sleep",
-        deadline = math.huge,
-        condition = function()
-          return now_ms() >= until_ms
-        end,
-      })
-    end,
-  }
-  local co = coroutine.create(body)
-  local timer = assert(vim.uv.new_timer())
-  local function finish(ok, err)
-    outcome = { ok = ok, err = err }
-    timer:stop()
-    timer:close()
-    vim.api.nvim_feedkeys(vim.keycode("<Esc>"), "n", false)
-  end
-  timer:start(
-    20,
-    20,
-    vim.schedule_wrap(function()
-      if outcome then
-        return
-      end
-      if waiting then
-        local ok, done = pcall(waiting.condition)
-        if not ok then
-          return finish(false, done)
-        elseif not done then
-          if now_ms() > waiting.deadline then
-            finish(false, "timed out waiting for " .. waiting.what)
-          end
-          return
-        end
-        waiting = nil
-      end
-      local ok, yielded = coroutine.resume(co, ui)
-      if not ok then
-        finish(false, debug.traceback(co, yielded))
-      elseif coroutine.status(co) == "dead" then
-        finish(true)
-      else
-        waiting = yielded
-      end
-    end)
-  )
-  -- Returns once Insert mode ends ("!": not when the keys run out).
-  vim.api.nvim_feedkeys(vim.keycode(keys), "x!", false)
-  assert(outcome, "Insert mode ended before the test did")
-  if not outcome.ok then
-    error(outcome.err, 0)
-  end
 end
 
 ---The ghost text's extmarks in a buffer (Neovim's own namespace where it shows them, on 0.12+).

@@ -3,11 +3,19 @@
 local M = {}
 
 ---A new stand-in. `fake.cmd` is the server command to start it with; `fake.replies[method]` is the result
----of a request, or a function of the params that returns it (`fake.NO_REPLY`: no answer). It records what
+---of a request, or a function of the params that returns it (`fake.NO_REPLY`: no answer;
+---`fake.error(code, message)`: a JSON-RPC error). It records what
 ---it was sent (`fake.requests`, with their ids, and `fake.notifications`); `fake.dispatchers` sends to the
 ---client (`fake.dispatchers.notification(method, params)`).
 function M.new()
   local fake = { replies = {}, requests = {}, notifications = {}, NO_REPLY = {} }
+  local errors = setmetatable({}, { __mode = "k" }) -- the replies fake.error made
+
+  function fake.error(code, message)
+    local reply = { code = code, message = message }
+    errors[reply] = true
+    return reply
+  end
 
   function fake.cmd(dispatchers)
     fake.dispatchers = dispatchers
@@ -33,7 +41,11 @@ function M.new()
           if reply == fake.NO_REPLY then
             return
           end
-          callback(nil, reply)
+          if errors[reply] then
+            callback(reply, nil)
+          else
+            callback(nil, reply)
+          end
           if notify_reply_callback then
             notify_reply_callback(id)
           end

@@ -35,6 +35,27 @@ function M.wrap_requests(client, wrap)
   end
 end
 
+---The byte index in `line` of the LSP character `index` in `encoding` ("utf-8", "utf-16" or "utf-32");
+---nil when the line is shorter than that. 0.11 took the encoding as a name; 0.10 has a flag for UTF-16
+---(and counts UTF-32 without it), and raises where 0.11 rounds to the line's end.
+---@param line string
+---@param index integer
+---@param encoding string
+---@return integer?
+function M.byte_index(line, index, encoding)
+  if encoding == "utf-8" then
+    return index <= #line and index or nil
+  end
+  if methods then
+    if index > vim.str_utfindex(line, encoding) then
+      return nil
+    end
+    return vim.str_byteindex(line, encoding, index, false)
+  end
+  local ok, byte = pcall(vim.str_byteindex, line, index, encoding == "utf-16")
+  return ok and byte or nil
+end
+
 function M.cancel_request(client, id)
   if methods then
     return client:cancel_request(id)

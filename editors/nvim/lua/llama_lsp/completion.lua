@@ -3,6 +3,7 @@
 ---typing pauses, the suggestion as virtual text at the cursor, and a key that accepts it.
 local compat = require("llama_lsp.compat")
 local config = require("llama_lsp.config")
+local keys = require("llama_lsp.keys")
 
 local M = {}
 
@@ -30,7 +31,6 @@ local state = {
   request = nil, ---@type llama_lsp.CompletionRequest?  the one in flight
   shown = nil, ---@type llama_lsp.Suggestion?
   mapped = {}, ---@type table<integer, string>  bufnr -> the accept key mapped there
-  fall_back = nil, ---@type function?  an earlier mapping's callback, for <Cmd> to run
   n_requests = 0,
 }
 
@@ -267,58 +267,6 @@ end
 
 local ACCEPT_DESC = "llama-lsp: accept the inline completion"
 
----The key's Insert mode mapping that ours hides (buffer-local or global), if any: Neovim 0.11 maps <Tab>
----to jump in a snippet, for one.
----@param bufnr integer
----@param key string
----@return table?  as maparg() describes it
-local function mapping_before(bufnr, key)
-  local map = vim.api.nvim_buf_call(bufnr, function()
-    return vim.fn.maparg(key, "i", false, true)
-  end)
-  if vim.tbl_isempty(map) or map.desc == ACCEPT_DESC then
-    return nil
-  end
-  return map
-end
-
----What the key does without a suggestion: its earlier mapping, or else the key itself.
----@param key string
----@param before? table
----@return string  keys for the expression mapping to return
-local function fall_back(key, before)
-  if not before then
-    return key
-  end
-  if before.callback and before.expr == 1 then
-    local keys = before.callback()
-    return type(keys) == "string" and keys or ""
-  end
-  if before.callback then
-    -- Through <Cmd>, as it may change the text, which an expression mapping may not.
-    state.fall_back = before.callback
-    return "<Cmd>lua require('llama_lsp.completion')._fall_back()<CR>"
-  end
-  if before.expr == 1 then
-    return vim.api.nvim_eval(before.rhs)
-  end
-  if before.noremap == 0 then
-    -- Keys that may be mapped themselves, which what an expression mapping returns may not be.
-    vim.api.nvim_feedkeys(vim.keycode(before.rhs), "im", false)
-    return ""
-  end
-  return before.rhs
-end
-
----Run the earlier mapping's callback that `fall_back` handed over.
-function M._fall_back()
-  local callback = state.fall_back
-  state.fall_back = nil
-  if callback then
-    callback()
-  end
-end
-
 ---The accept key's mapping: accept when a suggestion is shown, else what the key did before.
 ---@param key string
 ---@param before? table
@@ -333,7 +281,7 @@ local function accept_or(key, before)
     -- Through <Cmd>: an expression mapping may not change the text itself.
     return "<Cmd>lua require('llama_lsp.completion').accept()<CR>"
   end
-  return fall_back(key, before)
+  return keys.fall_back(key, before)
 end
 
 -- ---- attaching ----------------------------------------------------------------------------------------
@@ -372,7 +320,8 @@ function M.attach(client, bufnr)
   end
   local key = opts.accept_key
   if key then
-    local before = mapping_before(bufnr, key)
+    -- The mapping ours hides (Neovim 0.11 maps <Tab> to jump in a snippet, for one).
+    local before = keys.hidden(bufnr, "i", key, ACCEPT_DESC)
     vim.keymap.set("i", key, function()
       return accept_or(key, before)
     end, { buffer = bufnr, expr = true, desc = ACCEPT_DESC })

@@ -116,6 +116,16 @@ local M = {}
 ---@field time_budget_ms? integer    the server's `completionTimeBudgetMs`: once over it, a completion ends
 ---                                  at the next line break (default 1000)
 
+---The keys of next-edit suggestions (|llama_lsp-next-edit|). They are mapped in Insert and Normal mode, in
+---the buffer, only while a suggestion is shown; otherwise the key does what it did. Whether suggestions
+---are asked for, and after how long a pause, are the server settings `nextEdit` and `nextEditDelayMs`
+---(`init_options`).
+---@class llama_lsp.NextEditOptions
+---@field accept_key? string|false   goes to a suggestion away from the cursor's line, accepts one on it
+---                                  (default "<Tab>"); false: no mapping
+---@field dismiss_key? string|false  dismisses the suggestion, then does what the key does (default
+---                                  "<Esc>"); false: no mapping
+
 ---@class llama_lsp.Options
 ---@field cmd? string[]|function       how to start the server; nil: what the shared bootstrap finds
 ---                                    (`llama-lsp` on PATH, a trusted root's or this checkout's .venv, the
@@ -131,6 +141,7 @@ local M = {}
 ---@field keymaps llama_lsp.Keymaps|false
 ---@field chat { position: "right"|"left"|"above"|"below", size: integer }
 ---@field completion llama_lsp.CompletionOptions
+---@field next_edit llama_lsp.NextEditOptions
 
 ---@type llama_lsp.Options
 M.defaults = {
@@ -143,6 +154,7 @@ M.defaults = {
   keymaps = false,
   chat = { position = "right", size = 80 },
   completion = { enabled = true, accept_key = "<Tab>", debounce_ms = 150, time_budget_ms = 1000 },
+  next_edit = { accept_key = "<Tab>", dismiss_key = "<Esc>" },
 }
 
 ---@type llama_lsp.Options
@@ -162,6 +174,7 @@ function M.setup(opts)
     ["opts.chat"] = { opts.chat, "table", true },
     ["opts.keymaps"] = { opts.keymaps, { "table", "boolean" }, true },
     ["opts.completion"] = { opts.completion, "table", true },
+    ["opts.next_edit"] = { opts.next_edit, "table", true },
   })
   local completion = opts.completion or {}
   vim.validate({
@@ -169,6 +182,11 @@ function M.setup(opts)
     ["opts.completion.accept_key"] = { completion.accept_key, { "string", "boolean" }, true },
     ["opts.completion.debounce_ms"] = { completion.debounce_ms, "number", true },
     ["opts.completion.time_budget_ms"] = { completion.time_budget_ms, "number", true },
+  })
+  local next_edit = opts.next_edit or {}
+  vim.validate({
+    ["opts.next_edit.accept_key"] = { next_edit.accept_key, { "string", "boolean" }, true },
+    ["opts.next_edit.dismiss_key"] = { next_edit.dismiss_key, { "string", "boolean" }, true },
   })
   M.options = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts)
   -- Lists replace the default rather than merging into it index by index.

@@ -1,6 +1,6 @@
 ---`:checkhealth llama_lsp`: which server is found and where (the setting, PATH, a .venv, :LlamaInstall),
 ---does it start and which version, is the model there and loaded, do checks run (which folders are
----trusted), is inline completion on and offered.
+---trusted), are inline completion and next-edit suggestions on and offered.
 local config = require("llama_lsp.config")
 local protocol = require("llama_lsp.protocol")
 local server = require("llama_lsp.server")
@@ -142,6 +142,28 @@ local function check_completion()
   health.info(string.format("inline completion: on (shown by %s; %s)", shown_by, key))
 end
 
+local function check_next_edit()
+  local next_edit = require("llama_lsp.next_edit")
+  if not next_edit.enabled() then
+    health.info("next-edit suggestions: off (init_options.nextEdit = false)")
+    return
+  end
+  local opts = config.options.next_edit
+  local accept = opts.accept_key and string.format("%s goes to a suggestion and accepts it", opts.accept_key)
+    or "no accept key mapped"
+  local dismiss = opts.dismiss_key and string.format("%s dismisses it", opts.dismiss_key) or "no dismiss key mapped"
+  local text = string.format(
+    "next-edit suggestions: on (asked %d ms after typing pauses; %s, %s)",
+    next_edit.delay_ms(),
+    accept,
+    dismiss
+  )
+  if type(config.options.init_options.backend) == "table" then
+    text = text .. ", but a remote backend suggests none"
+  end
+  health.info(text)
+end
+
 local function check_clients()
   local clients = vim.lsp.get_clients({ name = protocol.CLIENT_NAME })
   if #clients == 0 then
@@ -159,6 +181,12 @@ local function check_clients()
       health.error(string.format("%s: %s", where, status.message or "error"))
     else
       health.warn(string.format("%s: %s", where, status.state), { "The model is still loading; check again soon" })
+    end
+    if vim.tbl_contains(require("llama_lsp.next_edit").info().unsupported, client.id) then
+      health.warn(
+        string.format("%s: does not offer next-edit suggestions (assistant/nextEdit)", where),
+        { "Update llama-lsp: next-edit suggestions need a server that has them" }
+      )
     end
     if require("llama_lsp.completion").advertised(client) then
       health.ok(string.format("%s: offers inline completion", where))
@@ -182,6 +210,7 @@ function M.check()
   end
   check_verify()
   check_completion()
+  check_next_edit()
   check_clients()
 end
 

@@ -1,6 +1,6 @@
 ---llama-lsp for Neovim: starts the server through `vim.lsp`, one client per workspace root, and
 ---tracks its status for statuslines. The chat lives in `llama_lsp.chat`, inline completion in
----`llama_lsp.completion`; code actions are Neovim's own.
+---`llama_lsp.completion`, next-edit suggestions in `llama_lsp.next_edit`; code actions are Neovim's own.
 local compat = require("llama_lsp.compat")
 local config = require("llama_lsp.config")
 local protocol = require("llama_lsp.protocol")
@@ -110,8 +110,10 @@ function M.attach(bufnr)
       require("llama_lsp.verification").watch(client)
     end,
     on_attach = function(client, attached)
-      -- Inline completion (ghost text) in each buffer the server serves.
+      -- Inline completion (ghost text) in each buffer the server serves, and next-edit suggestions (after
+      -- completion: while a suggestion is shown, its <Tab> calls through completion's).
       require("llama_lsp.completion").attach(client, attached)
+      require("llama_lsp.next_edit").attach(client, attached)
     end,
     on_exit = function(_, _, client_id)
       statuses[client_id] = nil
@@ -144,12 +146,15 @@ local function set_keymaps(keymaps)
 end
 
 ---Send changed settings to the running servers; a new model or context size makes them reload. The
----buffers they serve take the new completion options.
+---buffers they serve take the new completion and next-edit options.
 local function push_settings()
   for _, client in ipairs(vim.lsp.get_clients({ name = protocol.CLIENT_NAME })) do
     client.settings = { llamaLsp = settings_for(client.root_dir) }
     compat.notify(client, "workspace/didChangeConfiguration", { settings = client.settings })
   end
+  -- A next-edit suggestion shown gives its keys back first, so that completion maps <Tab> over the
+  -- mapping that was there before either.
+  require("llama_lsp.next_edit").refresh()
   require("llama_lsp.completion").refresh()
 end
 
