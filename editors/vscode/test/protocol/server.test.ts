@@ -25,6 +25,8 @@ import {
   SECTION,
   chatDeltaProgress,
   chatRequest,
+  nextEditRequest,
+  nextEditShownNotification,
   searchCodebaseRequest,
   statsRequest,
   statusNotification,
@@ -329,6 +331,27 @@ describe(`llama-lsp over stdio (${model})`, { timeout: 600_000 }, () => {
       return true;
     });
     assert.ok((await search('add')).results.length > 0);
+    assert.deepEqual(shownMessages, []);
+  });
+
+  test('assistant/nextEdit answers null, never an error, for a stale version and for a document not edited yet', { timeout: 60_000 }, async () => {
+    // As nextEdit.ts sends it (NextEditFlow.ask): the version and cursor of the active editor.
+    const ask = (version: number) =>
+      withTimeout(
+        connection.sendRequest(nextEditRequest, { textDocument: { uri: documentUri, version }, position: { line: 4, character: 8 } }),
+        30_000,
+        'assistant/nextEdit',
+      );
+    assert.equal(await ask(0), null); // stats.py is at version 1
+    assert.equal(await ask(1), null); // no edit yet: nothing to follow
+    // Feedback about an id the server never gave is ignored (a suggestion from before a restart).
+    await connection.sendNotification(nextEditShownNotification, { id: 'not-a-suggestion' });
+    const stats = await withTimeout(connection.sendRequest(statsRequest, {}), 30_000, 'assistant/stats');
+    const counts = stats.nextEdit;
+    assert.ok(counts, `assistant/stats has no nextEdit: ${JSON.stringify(stats)}`);
+    assert.ok(counts.requests >= 2, JSON.stringify(counts));
+    assert.equal(counts.suggested, 0);
+    assert.equal(counts.shown, 0);
     assert.deepEqual(shownMessages, []);
   });
 });
