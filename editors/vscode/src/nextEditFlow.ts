@@ -121,9 +121,14 @@ export interface FlowEffects {
   setTimer(fn: () => void, ms: number): () => void;
 }
 
+/** The longest account of an answer's edits in the log: a whole rewritten function would flood it. */
+const MAX_LOGGED_EDITS_CHARS = 600;
+
 function describeAnswer(answer: NextEdit): string {
   const lines = [...new Set(answer.edits.map((e) => e.range.start.line + 1))].join(', ');
-  return `suggestion ${answer.id}: ${answer.edits.length} edit${answer.edits.length === 1 ? '' : 's'} at line ${lines}: ${JSON.stringify(answer.edits)}`;
+  const edits = JSON.stringify(answer.edits);
+  const shown = edits.length > MAX_LOGGED_EDITS_CHARS ? `${edits.slice(0, MAX_LOGGED_EDITS_CHARS)}…` : edits;
+  return `suggestion ${answer.id}: ${answer.edits.length} edit${answer.edits.length === 1 ? '' : 's'} at line ${lines}: ${shown}`;
 }
 
 function errorText(error: unknown): string {
