@@ -25,7 +25,7 @@ LLAMA_SERVER := build/native/bin/llama-server
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 WHEEL := dist/llama_lsp-$(VERSION)-py3-none-linux_x86_64.whl
 
-.PHONY: help setup model test-models demo test test-fast test-python test-vscode dist vsix llama-server bench eval eval-chat eval-codebase lint format generate clean
+.PHONY: help setup model test-models demo test test-fast test-python test-vscode dist vsix llama-server bench eval eval-chat eval-codebase eval-next-edit lint format generate clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -126,6 +126,13 @@ eval-chat: setup test-models ## Chat's answers about real repositories, no file 
 # CODEBASE_EVAL_ARGS: e.g. --cases 'flask-*' --baselines-py --no-index --json codebase.json --no-docs
 eval-codebase: setup ## The workspace index's file ranking vs grep and BM25 (eval/codebase; ~2 min); into docs/quality.md
 	timeout $(T_EVAL) $(BIN)/python eval/codebase/run.py $(CODEBASE_EVAL_ARGS)
+
+# Each case is one file of a real commit, rebuilt from the mirrors first (eval/next_edit/README.md); one server
+# for the run. NEXT_EDIT_EVAL_ARGS: e.g. --cases 'flask-*' --limit 10 --model qwen2.5-coder-0.5b --threads 2
+# --baseline-only --json next-edit.json --no-docs
+eval-next-edit: setup test-models ## Next-edit suggestions on real commits vs the substitution baseline (eval/next_edit; slow); into docs/quality.md
+	timeout 600 $(BIN)/python eval/next_edit/build.py
+	timeout $(T_EVAL) $(BIN)/python eval/next_edit/run.py $(NEXT_EDIT_EVAL_ARGS)
 
 lint: setup ## ruff and mypy
 	$(BIN)/ruff check lsp_server dev tests bench eval harness native/fetch_llama_cpp.py

@@ -63,7 +63,7 @@ sys.path.insert(0, str(HERE.parent / "chat"))
 sys.path.insert(0, str(HERE))
 
 from snapshots import MIRRORS, MissingMirror, Repo  # noqa: E402  (eval/chat/snapshots.py)
-from substitution import differing_span, repeats, substitution  # noqa: E402
+from substitution import at_boundary, differing_span, repeats, substitution  # noqa: E402
 from textedit import line_range_offsets, position, split_lines  # noqa: E402
 
 CASES = HERE / "cases.json"
@@ -461,9 +461,12 @@ def build_case(reference: dict[str, Any], before: str, after: str) -> dict[str, 
 
 def typing_end(old_text: str, new_text: str) -> int:
     """Where, in `new_text`, a user who typed the change from `old_text` stops: the end of what
-    differs (after a renamed word, not at the end of its line); at the end of a line they wrote,
-    before its "\\n"."""
+    differs, carried to the end of the word it stops in (after a renamed word, not at the end of its
+    line, nor inside it where old and new names end alike); at the end of a line they wrote, before
+    its "\\n"."""
     start, _, new_end = differing_span(old_text, new_text)
+    while not at_boundary(new_text, new_end):
+        new_end += 1
     if new_end > start and new_text[new_end - 1] == "\n":
         new_end -= 1
     return new_end

@@ -53,13 +53,12 @@ from pygls.exceptions import JsonRpcException  # noqa: E402
 from substitution import suggest  # noqa: E402
 from textedit import apply_edits, line_range_offsets, lsp_range, offset, same_text, split_lines  # noqa: E402
 
-from build import OUT  # noqa: E402
 from harness import report  # noqa: E402
 from lsp_server.clients.headless import HeadlessClient  # noqa: E402
 from lsp_server.engine import models  # noqa: E402
 from lsp_server.lsp import protocol  # noqa: E402
 
-DEFAULT_MODEL = "qwen2.5-coder-1.5b"
+CASES_DIR = HERE.parent.parent / "build" / "eval-next-edit" / "cases"  # where build.py writes them
 LOAD_TIMEOUT_S = 300
 WARM_TIMEOUT_S = 300
 WARM_POLL_S = 0.5
@@ -152,6 +151,7 @@ class Outcome:
     n_prompt: int | None = None  # assistant/stats nextEdit.last
     n_evaluated: int | None = None
     n_generated: int | None = None
+    server_outcome: str = ""  # nextEdit.last.outcome: why the server answered as it did
     last: dict[str, Any] = field(default_factory=dict)  # nextEdit.last as the server gave it
 
 
@@ -186,14 +186,20 @@ class NextEditSession:
         result: dict[str, Any] = await self.client.request(protocol.STATS, None)
         return result
 
-    async def wait_warm(self, before: int | None, timeout_s: float) -> bool:
-        """Until the next-edit slot holds tokens, a count other than `before` (the last case's), the
-        same on two polls in a row (warming reads in chunks); False after timeout_s."""
+    async def wait_warm(self, uri: str, before: int | None, timeout_s: float) -> bool:
+        """Until the next-edit slot holds tokens of this document: where the server names the document
+        its slot holds (stats nextEdit.warm.uri), that one; else a count other than `before` (the last
+        case's), the same on two polls in a row (warming reads in chunks). False after timeout_s."""
         deadline = time.monotonic() + timeout_s
         seen: int | None = None
         while time.monotonic() < deadline:
-            tokens = slot_tokens(await self.stats())
-            if tokens and tokens != before:
+            stats = await self.stats()
+            tokens = slot_tokens(stats)
+            next_edit = stats.get("nextEdit") or {}
+            if "warm" in next_edit:
+                if tokens and (next_edit["warm"] or {}).get("uri") == uri:
+                    return True
+            elif tokens and tokens != before:
                 if tokens == seen:
                     return True
                 seen = tokens
@@ -213,7 +219,7 @@ class NextEditSession:
         )
         try:
             started = time.monotonic()
-            outcome.cold = not await self.wait_warm(tokens_before, warm_timeout_s)
+            outcome.cold = not await self.wait_warm(uri, tokens_before, warm_timeout_s)
             outcome.t_warm_s = time.monotonic() - started
             user = case["user_edit"]
             start, end = line_range_offsets(case["before"], user["start_line"], user["end_line"])
@@ -257,6 +263,7 @@ class NextEditSession:
             outcome.n_prompt = last.get("nPrompt")
             outcome.n_evaluated = last.get("nEvaluated")
             outcome.n_generated = last.get("nGenerated")
+            outcome.server_outcome = str(last.get("outcome", ""))
         finally:
             self.client.text_document_did_close(
                 types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri))
@@ -389,7 +396,7 @@ def print_table(table: dict[str, Any], outcomes: Sequence[Outcome], with_model: 
 def print_row(o: Outcome, header: bool = False) -> None:
     if header:
         print(f"{'case':<24} {'kind':<13} {'model':<9} {'ovl':<3} {'baseline':<9} {'ovl':<3} "
-              f"{'ms':>6} {'eval':>5} {'gen':>4} {'warm s':>6}")  # fmt: skip
+              f"{'ms':>6} {'eval':>5} {'gen':>4} {'warm s':>6} server")  # fmt: skip
     model = o.model.outcome if o.model else (f"error: {o.error}" if o.error else "-")
     numbers = (
         "-" if o.t_ms is None else f"{o.t_ms:.0f}",
@@ -400,7 +407,8 @@ def print_row(o: Outcome, header: bool = False) -> None:
     print(
         f"{o.id:<24} {o.kind:<13} {model:<9} {'yes' if o.model and o.model.overlap else '-':<3} "
         f"{o.baseline.outcome:<9} {'yes' if o.baseline.overlap else '-':<3} "
-        f"{numbers[0]:>6} {numbers[1]:>5} {numbers[2]:>4} {numbers[3]:>6}{' cold' if o.cold else ''}",
+        f"{numbers[0]:>6} {numbers[1]:>5} {numbers[2]:>4} {numbers[3]:>6} {o.server_outcome or '-'}"
+        f"{' (cold)' if o.cold else ''}",
         flush=True,
     )
 
@@ -427,7 +435,11 @@ def doc_section(outcomes: Sequence[Outcome], args: argparse.Namespace) -> report
         *(f"baseline {name}" for name in SCORE_COLUMNS),
     )  # fmt: skip
     timing = latency(outcomes)
-    key = "eval-next-edit" if args.model == DEFAULT_MODEL else f"eval-next-edit/{report.key_part(args.model)}"
+    key = (
+        "eval-next-edit"
+        if args.model == models.DEFAULT_MODEL
+        else f"eval-next-edit/{report.key_part(args.model)}"
+    )
     return report.Section(
         key,
         "Next-edit suggestions on real commits",
@@ -444,10 +456,15 @@ def doc_section(outcomes: Sequence[Outcome], args: argparse.Namespace) -> report
 
 
 def load_cases(folder: Path, pattern: str, limit: int | None) -> list[dict[str, Any]]:
-    """The built cases whose id matches `pattern`, in cases.json's order; `limit` of them evenly spaced."""
+    """The built cases whose id matches `pattern`: the next-edit cases, then the no-suggestion ones,
+    each in cases.json's order (by repository, then date); `limit` of them evenly spaced over that
+    list, so that a short run still has both kinds and most repositories."""
     order = {ref["id"]: i for i, ref in enumerate(json.loads((HERE / "cases.json").read_text()))}
     paths = [p for p in folder.glob("*.json") if fnmatch.fnmatch(p.stem, pattern)]
-    cases = sorted((json.loads(p.read_text()) for p in paths), key=lambda c: order.get(c["id"], len(order)))
+    cases = sorted(
+        (json.loads(p.read_text()) for p in paths),
+        key=lambda c: (c["kind"] != "next-edit", order.get(c["id"], len(order)), c["id"]),
+    )
     if limit is not None and limit < len(cases):
         cases = [cases[round(i * (len(cases) - 1) / max(limit - 1, 1))] for i in range(limit)]
     return cases
@@ -518,7 +535,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         prog="make eval-next-edit", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--model", default=DEFAULT_MODEL, help="a model name or a GGUF path")
+    parser.add_argument("--model", default=models.DEFAULT_MODEL, help="a model name or a GGUF path")
     parser.add_argument("--threads", type=int, default=1, help="engine threads (0: the server's default)")
     parser.add_argument(
         "--cases", default="*", help="only the cases whose id matches this glob (flask-*, *-single-*)"
@@ -547,7 +564,7 @@ def main() -> int:
         help="a server setting for the run (repeatable): --option warm=false --option contextSize=8192",
     )
     parser.add_argument("--server-log", action="store_true", help="show the server's log on stderr")
-    parser.add_argument("--cases-dir", type=Path, default=OUT, help=f"the built cases ({OUT})")
+    parser.add_argument("--cases-dir", type=Path, default=CASES_DIR, help=f"the built cases ({CASES_DIR})")
     parser.add_argument(
         "--no-docs",
         action="store_true",
