@@ -6,9 +6,9 @@ expects no suggestion. One real server serves the whole run (the model loads onc
 the headless client as an editor drives it. Per case, in a fresh folder of the run's workspace:
 
 1. `didOpen` the file as it was at the parent (version 1), then wait until the server has read it
-   into its next-edit slot (`assistant/stats`: engine.slots has key "next-edit" with tokens, changed
-   since the last case and the same on two polls in a row); after WARM_TIMEOUT_S the case goes on,
-   marked cold;
+   into its next-edit slot (`assistant/stats`: engine.slots has key "next-edit" with tokens, and
+   nextEdit.warm names the document; a server that does not say: the slot's tokens changed since the
+   last case and the same on two polls in a row); after WARM_TIMEOUT_S the case goes on, marked cold;
 2. `didChange` with the user's edit (version 2, one range change), then `assistant/nextEdit` at the
    cursor where the user's typing ended, timed from the request to its answer;
 3. a suggestion is applied to the text after the user's edit and scored, then `assistant/nextEditShown`
