@@ -2,8 +2,9 @@
 
 Against the real server and the test model: rename a parameter in Insert mode, see the rest of the rename
 suggested with extmarks on the line it applies to (away from the cursor), <Tab> moves the cursor there,
-<Tab> applies it, and the server counts it shown and accepted; <Esc> dismisses another suggestion (the
-buffer unchanged, the server counts it rejected); with nothing shown <Tab> indents as before.
+<Tab> applies it, and the server counts it shown and accepted; <Esc> dismisses the same suggestion in a
+second file (the buffer unchanged, the server counts it rejected); with nothing shown <Tab> indents as
+before. A failure carries the server's log of each next-edit request (its outcome and figures).
 
 Offline, against the in-process stand-in (no model), what the plugin sends and shows exactly: one request
 per pause in typing, with the buffer's LSP version and the cursor in UTF-16, cancelled by typing; the
@@ -58,6 +59,7 @@ def test_next_edit_rename_in_headless_neovim_against_the_real_server(test_model_
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     (workspace / "prices.py").write_text(PRICES)
+    (workspace / "orders.py").write_text(PRICES)
     env = {name: value for name, value in os.environ.items() if not name.startswith("LLAMA_LSP_")}
     env.update(
         LLAMA_LSP_CMD=json.dumps([str(BIN / "llama-lsp"), "--stdio"]),
@@ -66,4 +68,16 @@ def test_next_edit_rename_in_headless_neovim_against_the_real_server(test_model_
         LLAMA_LSP_WORKSPACE=str(workspace),
         **neovim_dirs(tmp_path),
     )
-    run_script(env, workspace, STEPS, timeout=600, script=SCRIPT)
+    try:
+        run_script(env, workspace, STEPS, timeout=600, script=SCRIPT)
+    except AssertionError as failure:
+        raise AssertionError(f"{failure}\n--- the server's next-edit log\n{next_edit_log(tmp_path)}") from None
+
+
+def next_edit_log(tmp_path: Path) -> str:
+    """The server's log lines about next-edit requests, from Neovim's LSP log (the server's stderr)."""
+    log = tmp_path / "state" / "nvim" / "lsp.log"
+    if not log.exists():
+        return f"({log} is missing)"
+    lines = [line for line in log.read_text(errors="replace").splitlines() if "next_edit" in line]
+    return "\n".join(lines[-20:]) or "(no next-edit lines)"

@@ -2,8 +2,8 @@
 -- parameter, see the rest of the rename suggested where it applies, <Tab> there, <Tab> to accept; <Esc>
 -- dismisses; <Tab> with nothing shown is <Tab>. Run by tests/test_nvim_next_edit.py:
 --   nvim --headless --clean -c "lua dofile('editors/nvim/tests/next_edit_test.lua')"
--- With LLAMA_LSP_WORKSPACE (a folder holding prices.py), LLAMA_LSP_CMD (a JSON list), LLAMA_LSP_MODEL and
--- LLAMA_LSP_CACHE: against the real server and model. Without LLAMA_LSP_WORKSPACE: the offline steps,
+-- With LLAMA_LSP_WORKSPACE (a folder holding prices.py and orders.py, both SOURCE below), LLAMA_LSP_CMD
+-- (a JSON list), LLAMA_LSP_MODEL and LLAMA_LSP_CACHE: against the real server and model. Without LLAMA_LSP_WORKSPACE: the offline steps,
 -- against the in-process stand-in (stand_in.lua), which answers what each step sets, so that what the
 -- plugin sends, shows and keys can be checked exactly.
 -- Prints "ok N - name" per step; the first failing step prints "not ok" with a traceback and exits 1.
@@ -533,12 +533,52 @@ local SOURCE = {
   "    return subtotal * (1 + tax_rate)",
 }
 
-local real_buf ---@type integer
 local client ---@type vim.lsp.Client
 
----The server's log, for a failure's message: what it answered and why.
+---What the plugin last heard from the server, for a failure's message (the server's log has why).
 local function answered()
-  return vim.inspect({ last_answer = next_edit.info().last_answer, n_requests = next_edit.info().n_requests })
+  local info = next_edit.info()
+  return vim.inspect({ last_answer = info.last_answer, n_requests = info.n_requests, shown = info.shown })
+end
+
+---Open a file of the workspace that holds SOURCE and wait until the client serves it.
+---@return integer bufnr
+local function open(name)
+  vim.cmd.edit(workspace .. "/" .. name)
+  local opened = vim.api.nvim_get_current_buf()
+  assert(vim.deep_equal(vim.api.nvim_buf_get_lines(opened, 0, -1, false), SOURCE))
+  wait_for(name .. " to attach", 30000, function()
+    return llama.client_for(opened) ~= nil
+  end)
+  return opened
+end
+
+---In Insert mode, as a user types: rename `tax_rate` to `tax` in the signature (five backspaces before
+---the ")"), wait for a suggestion, then run `and_then(ui)` still in Insert mode.
+local function rename_tax_rate(and_then)
+  local ok, err = pcall(in_insert_mode, "gg0f)i", function(ui)
+    for _ = 1, #"_rate" do
+      ui.type("<BS>")
+      ui.sleep(60) -- a user's pace, quicker than the pause
+    end
+    ui.wait_for("a suggestion", 180000, function()
+      return next_edit.info().shown ~= nil
+    end)
+    and_then(ui)
+  end)
+  if not ok then
+    error(tostring(err) .. "\nthe plugin last heard: " .. answered(), 0)
+  end
+end
+
+---Assert that the suggestion's extmarks change line 3 only (0-based row 2).
+local function marks_on_line_3(buf)
+  local drawn = vim.list_extend(marks_of(buf, "delete"), marks_of(buf, "add"))
+  assert(#drawn > 0, vim.inspect(marks(buf)))
+  for _, mark in ipairs(drawn) do
+    assert(mark[2] == 2, "a mark off line 3: " .. vim.inspect({ shown = next_edit.info().shown, marks = marks(buf) }))
+  end
+  assert(marks_of(buf, "sign")[1][2] == 2, vim.inspect(marks(buf)))
 end
 
 step("setup, then attach", function()
@@ -555,92 +595,72 @@ step("setup, then attach", function()
     -- Inline completion would show ghost text at the cursor too, and its <Tab> comes first.
     completion = { enabled = false },
   })
-  vim.cmd.edit(workspace .. "/prices.py")
-  real_buf = vim.api.nvim_get_current_buf()
-  assert(vim.deep_equal(vim.api.nvim_buf_get_lines(real_buf, 0, -1, false), SOURCE))
-  wait_for("the client to attach", 30000, function()
-    return llama.client_for(real_buf) ~= nil
-  end)
-  client = assert(llama.client_for(real_buf))
+  local buf = open("prices.py")
+  client = assert(llama.client_for(buf))
   wait_for("the model to load", 180000, function()
-    return llama.status(real_buf).state == "ready"
+    return llama.status(buf).state == "ready"
   end)
 end)
 
 step("rename a parameter: the rest of the rename is suggested on line 3; <Tab> goes there, <Tab> accepts", function()
-  in_insert_mode("gg0f)i", function(ui)
-    for _ = 1, #"_rate" do
-      ui.type("<BS>")
-      ui.sleep(60) -- a user's pace, quicker than the pause
-    end
-    ui.wait_for("a suggestion (" .. answered() .. ")", 180000, function()
-      return next_edit.info().shown ~= nil
-    end)
-    local shown = next_edit.info().shown
-    assert(#marks_of(real_buf, "delete") + #marks_of(real_buf, "add") > 0, vim.inspect(marks(real_buf)))
-    for _, mark in ipairs(vim.list_extend(marks_of(real_buf, "delete"), marks_of(real_buf, "add"))) do
-      assert(mark[2] == 2, "a mark off line 3: " .. vim.inspect({ shown = shown, marks = marks(real_buf) }))
-    end
+  local buf = vim.api.nvim_get_current_buf()
+  rename_tax_rate(function(ui)
+    marks_on_line_3(buf)
     assert(vim.api.nvim_win_get_cursor(0)[1] == 1)
-    local hint_row = hint(real_buf)
-    assert(hint_row == 0, vim.inspect(marks(real_buf)))
+    assert(hint(buf) == 0, vim.inspect(marks(buf))) -- "<Tab>: go to ..." on the cursor's line
+    local shown = next_edit.info().shown
     ui.type("<Tab>")
     ui.wait_for("the cursor on line 3", 5000, function()
       return vim.api.nvim_win_get_cursor(0)[1] == 3
     end)
-    assert(line(real_buf, 3) == SOURCE[3], "the jump changed the text")
+    assert(line(buf, 3) == SOURCE[3], "the jump changed the text")
     ui.type("<Tab>")
     ui.wait_for("the edit", 5000, function()
-      return line(real_buf, 3) ~= SOURCE[3]
+      return line(buf, 3) ~= SOURCE[3]
     end)
-    assert(
-      vim.deep_equal(vim.api.nvim_buf_get_lines(real_buf, 0, -1, false), {
-        "def total_price(items, tax):",
-        SOURCE[2],
-        "    return subtotal * (1 + tax)",
-      }),
-      vim.inspect({ suggested = shown, lines = vim.api.nvim_buf_get_lines(real_buf, 0, -1, false) })
-    )
+    local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    local renamed = { "def total_price(items, tax):", SOURCE[2], "    return subtotal * (1 + tax)" }
+    assert(vim.deep_equal(lines, renamed), vim.inspect({ suggested = shown, lines = lines }))
   end)
-  local counted = stats(client, real_buf)
-  assert(counted.shown >= 1 and counted.accepted >= 1 and counted.suggested >= 1, vim.inspect(counted))
+  local counted = stats(client, buf)
+  assert(counted.suggested >= 1 and counted.shown >= 1 and counted.accepted >= 1, vim.inspect(counted))
 end)
 
 step("<Esc> dismisses a suggestion: the buffer stays as it is, and the server counts it rejected", function()
-  -- Another rename, in the body this time: `subtotal` to `net` on line 2, so that its use on line 3 is
-  -- the next edit.
+  -- The chained request after the accept (whatever it answers) is done with first.
   wait_for("the chained request to be answered", 180000, function()
     return not next_edit.info().pending
   end)
   next_edit.dismiss("rejected")
-  local rejected_before = stats(client, real_buf).rejected
-  in_insert_mode("2G0fsciw", function(ui)
-    ui.type("net")
-    ui.wait_for("a suggestion (" .. answered() .. ")", 180000, function()
-      return next_edit.info().shown ~= nil
-    end)
+  local rejected_before = stats(client, 0).rejected
+  -- The same rename in a second file of the workspace.
+  local buf = open("orders.py")
+  rename_tax_rate(function()
+    marks_on_line_3(buf)
   end)
+  -- The test left Insert mode with a <Esc> of its own, past the mapping: the suggestion is still shown.
   assert(next_edit.info().shown, "the suggestion went when Insert mode ended")
-  local before = vim.api.nvim_buf_get_lines(real_buf, 0, -1, false)
-  -- <Esc> in Insert mode, as it is typed (the test left Insert mode without it).
+  local before = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  -- <Esc> in Insert mode, as it is typed.
   vim.api.nvim_feedkeys(vim.keycode("a<Esc>"), "mx", false)
   assert(vim.api.nvim_get_mode().mode == "n", vim.api.nvim_get_mode().mode)
-  assert(next_edit.info().shown == nil and #marks(real_buf) == 0, vim.inspect(marks(real_buf)))
-  assert(vim.deep_equal(vim.api.nvim_buf_get_lines(real_buf, 0, -1, false), before), "<Esc> changed the text")
+  assert(next_edit.info().shown == nil and #marks(buf) == 0, vim.inspect(marks(buf)))
+  assert(vim.deep_equal(vim.api.nvim_buf_get_lines(buf, 0, -1, false), before), "<Esc> changed the text")
   wait_for("the server to count the rejection", 5000, function()
-    return stats(client, real_buf).rejected == rejected_before + 1
+    return stats(client, buf).rejected == rejected_before + 1
   end)
 end)
 
 step("with nothing shown <Tab> inserts an indent as before", function()
+  local buf = vim.api.nvim_get_current_buf()
   assert(next_edit.info().shown == nil)
-  vim.api.nvim_buf_set_lines(real_buf, -1, -1, false, { "" })
-  local last = vim.api.nvim_buf_line_count(real_buf)
+  vim.api.nvim_buf_set_lines(buf, -1, -1, false, { "" })
+  local last = vim.api.nvim_buf_line_count(buf)
   vim.api.nvim_win_set_cursor(0, { last, 0 })
   in_insert_mode("A", function(ui)
     ui.type("<Tab>")
     ui.wait_for("the indent", 2000, function()
-      return line(real_buf, last) == "    "
+      return line(buf, last) == "    "
     end)
   end)
 end)
