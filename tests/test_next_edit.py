@@ -177,6 +177,34 @@ def test_a_file_whose_last_line_has_no_line_ending_keeps_it_so():
     assert edits is not None and apply(after, edits) == before.replace("tax_rate", "tax")
 
 
+def region_of(text: str) -> next_edit.Region:
+    return next_edit.Region(0, len(text.splitlines()), text, None)
+
+
+def test_an_answer_ends_once_the_model_copies_the_regions_lines_again_after_its_change():
+    region = "".join(f"line {n}\n" for n in range(10))
+    copying = next_edit.Copying(region_of(region))
+    changed = region.replace("line 2\n", "line two\n")
+    answer = ""
+    for piece in changed.split(" "):  # pieces as a model writes them
+        answer += piece + " "
+        if not copying.keep_going(answer):
+            break
+    # "line two", then lines 3, 4 and 5 copied: the rest is the region's own.
+    assert answer.startswith("line 0\nline 1\nline two\nline 3\nline 4\nline 5\n")
+    assert len(answer) < len(changed)
+    assert copying.completed(answer) == next_edit.START + "\n" + changed
+
+
+def test_an_answer_that_only_copies_or_changes_a_line_further_down_writes_on():
+    region = "".join(f"line {n}\n" for n in range(10))
+    copying = next_edit.Copying(region_of(region))
+    assert copying.keep_going(region)  # no change yet: no reason to stop
+    assert copying.completed(region) == region
+    blank_after = "a = 1\nb = 2\n\n\n\nc = 3\n"
+    assert next_edit.Copying(region_of(blank_after)).keep_going("a = 10\n\n\n\n")  # blank lines prove little
+
+
 # ---- over stdio, on the test model -------------------------------------------------------------------------
 
 pytestmark_lsp = pytest.mark.asyncio(loop_scope="module")

@@ -27,15 +27,17 @@ from .edits import changed_region, split_lines
 
 REGION_ABOVE = 2  # lines of the editable region above its anchor (the cursor's line)
 REGION_BELOW = 5  # and below it
-WINDOW_LINES = 120  # lines of the file shown before the edits, at most
-WINDOW_STEP = 40  # the window's first line moves in steps of this many lines (a stable prompt prefix)
-WINDOW_CHARS = 8_000  # and characters, at most: a file of long lines shows fewer of them
+WINDOW_LINES = 64  # lines of the file shown before the edits, at most
+WINDOW_STEP = 32  # the window's first line moves in steps of this many lines (a stable prompt prefix)
+WINDOW_CHARS = 4_000  # and characters, at most: a file of long lines shows fewer of them
 MAX_HUNKS = 6  # recent edits shown, at most; older ones are dropped
 MAX_OTHER_HUNKS = 2  # of them, edits to other open files
 MAX_HUNK_LINES = 20  # an edit larger than this (a paste, a reload) is no pattern: the history restarts
 MAX_TEXT_CHARS = 2_000_000  # a larger document gets no suggestions (its history is not kept)
+RESYNC_LINES = 3  # lines copied again after a change that end an answer (Copying)
 ANSWER_SLACK_TOKENS = 48  # the answer may be this much longer than the region (in tokens, estimated)
 CHARS_PER_TOKEN = 3  # for estimating, on code
+MARK_CURSOR = True
 
 START = "<|editable_region_start|>"
 END = "<|editable_region_end|>"
@@ -193,6 +195,12 @@ class Prompt:
     answer_start: str  # the start of the model's answer (continued)
     region: Region
     max_tokens: int
+    window_first: int  # the first line of the file's window (in the text before the edits)
+
+    @property
+    def stable_part(self) -> list[dict[str, str]]:
+        """The messages that stay the same from one request to the next while the window does."""
+        return self.messages[:2]
 
 
 def substitution(hunk: Hunk) -> tuple[str, str] | None:
@@ -247,6 +255,10 @@ def editable_region(text: str, anchor: int, cursor_offset: int | None) -> Region
     lines = split_lines(text)
     start = max(0, min(anchor, len(lines) - 1) - REGION_ABOVE)
     end = min(len(lines), anchor + REGION_BELOW + 1)
+    # Never a blank first line: after the marker's line ending, the model would have to write a lone line
+    # ending, where it would write two as one token; it drops the blank line instead.
+    while start < min(anchor, end - 1) and not lines[start].strip():
+        start += 1
     region_start = sum(len(line) for line in lines[:start])
     region_text = "".join(lines[start:end])
     cursor = None
@@ -289,7 +301,7 @@ def build_prompt(history: DocumentHistory, hunks: list[Hunk], cursor_line: int, 
     )
     edits = "\n\n".join(_hunk_block(hunk) for hunk in hunks)
     region_text = region.text
-    if region.cursor is not None:
+    if region.cursor is not None and MARK_CURSOR:
         region_text = region_text[: region.cursor] + CURSOR + region_text[region.cursor :]
     where = "around my cursor" if region.cursor is not None else "where my last edit may apply next"
     edits_message = (
@@ -306,6 +318,7 @@ def build_prompt(history: DocumentHistory, hunks: list[Hunk], cursor_line: int, 
         answer_start=f"{START}\n",
         region=region,
         max_tokens=max_tokens,
+        window_first=first,
     )
 
 
@@ -342,19 +355,67 @@ def suggestion(history: DocumentHistory, prompt: Prompt, answer: str) -> list[Te
         written += "\n"
     elif not region.text.endswith("\n") and written.endswith("\n"):
         written = written[:-1]  # the file's last line, which has no line ending
-    if written == region.text:
+    if region.text.strip() and not written.strip():
+        return None  # the model wrote nothing: not a suggestion to delete the region
+    region_start = sum(len(line) for line in split_lines(history.text)[: region.start])
+    edits = _edits(region.text, written, region_start)
+    if not edits:
         return None
-    lines = split_lines(history.text)
-    region_start = sum(len(line) for line in lines[: region.start])
     text = history.text
-    after = text[:region_start] + written + text[region_start + len(region.text) :]
+    after = apply_edits(text, edits)
     own = [hunk for hunk in history.hunks if hunk.path == history.path]
     if own and after == _revert(text, own[-1]):
         return None
     suffix = PurePosixPath(history.path).suffix
     if languages.parses(suffix, after) is False and languages.parses(suffix, text) is not False:
         return None
-    return _edits(region.text, written, region_start)
+    return edits
+
+
+def apply_edits(text: str, edits: list[TextEdit]) -> str:
+    """The text with the edits made (they are in order and do not overlap)."""
+    for edit in reversed(edits):
+        text = text[: edit.start] + edit.new_text + text[edit.end :]
+    return text
+
+
+class Copying:
+    """Ends an answer once the model, past its change, copies the region's lines again: RESYNC_LINES lines
+    in a row, one of them not blank, that are the region's own lines after the change. The rest of the
+    region is then taken as it is, not written out token by token. (A second change further down the
+    region, RESYNC_LINES or more lines below the first, is left for the suggestion after this one.)"""
+
+    def __init__(self, region: Region):
+        self._region = split_lines(region.text)
+        self._rest: list[str] | None = None  # the region's lines after the point where the answer ended
+        self._kept = 0  # the answer's lines, up to that point
+
+    def keep_going(self, answer: str) -> bool:
+        """Whether the model should write on (sees the answer so far, after each piece)."""
+        written = split_lines(_region_written(answer))
+        complete = written if not written or written[-1].endswith("\n") else written[:-1]
+        diverged = next(
+            (n for n, line in enumerate(complete) if n >= len(self._region) or line != self._region[n]), None
+        )
+        block_start = len(complete) - RESYNC_LINES
+        if diverged is None or block_start < diverged:
+            return True
+        block = complete[block_start:]
+        if not any(line.strip() for line in block):
+            return True
+        for start in range(diverged, len(self._region) - RESYNC_LINES + 1):
+            if self._region[start : start + RESYNC_LINES] == block:
+                self._rest = self._region[start + RESYNC_LINES :]
+                self._kept = len(complete)
+                return False
+        return True
+
+    def completed(self, answer: str) -> str:
+        """The answer as if the model had written the region to its end."""
+        if self._rest is None:
+            return answer
+        kept = split_lines(_region_written(answer))[: self._kept]  # not a line the last piece began
+        return START + "\n" + "".join(kept) + "".join(self._rest)
 
 
 def _region_written(answer: str) -> str:
@@ -377,9 +438,11 @@ def _edits(old: str, new: str, offset: int) -> list[TextEdit]:
         starts.append(starts[-1] + len(line))
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
         before, after = "".join(old_lines[i1:i2]), "".join(new_lines[j1:j2])
+        if tag == "equal" or not (before.strip() or after.strip()):
+            continue  # small models drop and add blank lines as they copy: never a suggestion alone
+        if tag == "delete" and i2 == len(old_lines):
+            continue  # nor do the region's last lines left out: the model stopped copying early
         start, end, replacement = changed_region(before, after)
         edits.append(TextEdit(offset + starts[i1] + start, offset + starts[i1] + end, replacement))
     return edits

@@ -283,9 +283,12 @@ class ChatEngine(Protocol):
         it (finish_reason "cancelled"). `keep_going` sees the text so far after each piece and may
         end it early by returning False (finish_reason "cancelled", the text kept)."""
 
-    async def suggest(self, request: ChatRequest) -> ChatResult:
+    async def suggest(
+        self, request: ChatRequest, keep_going: Callable[[str], bool] | None = None
+    ) -> ChatResult:
         """Answers a request the user did not ask for (a next-edit suggestion) as a completion runs: it
-        yields to chat, which stops it (finish_reason "cancelled"). Cancelling the awaiting task stops it."""
+        yields to chat, which stops it (finish_reason "cancelled"). Cancelling the awaiting task stops it.
+        `keep_going` sees the answer so far after each piece and may end it early (finish_reason "stop")."""
 
     async def render(self, request: ChatRequest) -> str | None:
         """The prompt the model's chat template makes of the request's messages and tools; None where

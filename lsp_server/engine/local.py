@@ -286,12 +286,15 @@ class Engine:
             raise
         return result
 
-    async def suggest(self, request: ChatRequest) -> ChatResult:
-        """Answers a next-edit request in its own slot, queued and stopped as a completion is."""
+    async def suggest(
+        self, request: ChatRequest, keep_going: Callable[[str], bool] | None = None
+    ) -> ChatResult:
+        """Answers a next-edit request in its own slot, queued and stopped as a completion is.
+        `keep_going` runs on the engine's thread after each piece."""
         payload = request.to_native()
 
         def run(engine: native.NativeEngine, job: Job) -> ChatResult:
-            return _generate(engine, job, payload, lambda _text: True, None)
+            return _generate(engine, job, payload, lambda _text: True, keep_going)
 
         job = self._enqueue(run, Priority.COMPLETION, urgent=True, slot=request.slot)
         try:

@@ -230,8 +230,10 @@ class HostedEngine:
     ) -> ChatResult:
         return await self._on_the_newest(lambda engine: engine.complete(request, keep_going))
 
-    async def suggest(self, request: ChatRequest) -> ChatResult:
-        return await self._on_the_newest(lambda engine: engine.suggest(request))
+    async def suggest(
+        self, request: ChatRequest, keep_going: Callable[[str], bool] | None = None
+    ) -> ChatResult:
+        return await self._on_the_newest(lambda engine: engine.suggest(request, keep_going))
 
     def warm(self, request: ChatRequest, follow_up: bool = False) -> WarmJob:
         return self._engine.warm(request, follow_up)

@@ -15,6 +15,7 @@ import asyncio
 import itertools
 import logging
 import time
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from lsprotocol import types
@@ -44,6 +45,21 @@ class NextEditContext(Protocol):
     async def ready_engine(self) -> ChatEngine: ...
 
 
+@dataclass(frozen=True)
+class WarmWindow:
+    """The start of a suggestion's prompt as the slot holds it: a document's window of its text."""
+
+    uri: str
+    first: int
+    messages: list[dict[str, str]] = field(compare=False)
+    key: int = 0  # the messages' hash: a window of the same lines whose text changed is another
+
+    @classmethod
+    def of(cls, uri: str, prompt: next_edit.Prompt) -> WarmWindow:
+        stable = prompt.stable_part
+        return cls(uri, prompt.window_first, stable, hash(tuple(m["content"] for m in stable)))
+
+
 class NextEdits:
     """Keeps the recent edits of the open documents and answers next-edit requests."""
 
@@ -51,8 +67,8 @@ class NextEdits:
         self._server = server
         self.history = next_edit.EditHistory()
         self._running: dict[str, asyncio.Task[Any]] = {}  # per document: the model's work for its request
-        self._warming: asyncio.Task[None] | None = None
-        self._warm: tuple[str, int] | None = None  # the document and window the slot holds (stats)
+        self._warming: tuple[WarmWindow, asyncio.Task[None]] | None = None
+        self._warm: WarmWindow | None = None  # what the slot holds
         self._ids = itertools.count(1)
         self._open_suggestions: dict[str, set[str]] = {}  # id -> the feedback counted for it
         self.counts = {"requests": 0, "suggested": 0, "shown": 0, "accepted": 0, "rejected": 0}
@@ -70,18 +86,27 @@ class NextEdits:
     def changed(self, uri: str) -> None:
         self._supersede(uri)
         document = documents.get_document(self._server.workspace, uri)
-        if document is not None:
-            self.history.changed(uri, self._shown_path(document), document.source)
+        if document is None:
+            return
+        self.history.changed(uri, self._shown_path(document), document.source)
+        hunks = self.history.recent(uri)
+        if hunks and hunks[-1].path == self._shown_path(document):
+            # The suggestion after this edit starts with the window around it: read it while the user types.
+            self._warm_window(uri, hunks[-1].line)
 
     def closed(self, uri: str) -> None:
         self._supersede(uri)
         self.history.closed(uri)
 
+    def engine_changed(self) -> None:
+        """A new engine holds nothing of what the last one read."""
+        self._warm = None
+
     def stop_all(self) -> None:
         for uri in list(self._running):
             self._supersede(uri)
         if self._warming is not None:
-            self._warming.cancel()
+            self._warming[1].cancel()
 
     # ---- requests ---------------------------------------------------------------------------------------
 
@@ -112,7 +137,7 @@ class NextEdits:
         self.counts[kind] += 1
 
     def stats_json(self) -> dict[str, Any]:
-        warm = {"uri": self._warm[0], "firstLine": self._warm[1]} if self._warm is not None else None
+        warm = {"uri": self._warm.uri, "firstLine": self._warm.first} if self._warm is not None else None
         return {**self.counts, "last": self.last, "warm": warm}
 
     async def _suggest(
@@ -152,7 +177,7 @@ class NextEdits:
         if task.cancelled():
             return "superseded", None, {}
         answer, stats = task.result()
-        self._warm = (params.uri, next_edit.window(history.base, prompt.region.start)[0])
+        self._warm = WarmWindow.of(params.uri, prompt)
         if answer is None:
             return "cancelled", None, stats
         log.debug("next-edit answer: %r", answer)
@@ -171,8 +196,9 @@ class NextEdits:
         chat), and its figures."""
         engine = await self._server.ready_engine()
         request = _request(prompt)
+        copying = next_edit.Copying(prompt.region)
         try:
-            result = await engine.suggest(request)
+            result = await engine.suggest(request, copying.keep_going)
         except EngineError as exc:  # no room in the context, a backend down: no suggestion, no error
             log.info("no next edit: %s", exc)
             return None, {}
@@ -187,7 +213,7 @@ class NextEdits:
         }
         if result.finish_reason != "stop":  # cut short ("length"), stopped for chat, failed
             return None, figures
-        return result.content, figures
+        return copying.completed(result.content), figures
 
     def _supersede(self, uri: str) -> None:
         task = self._running.pop(uri, None)
@@ -209,30 +235,31 @@ class NextEdits:
         history = self.history.get(uri)
         if history is None:
             return
-        first, _ = next_edit.window(history.base, anchor)
-        if self._warm == (uri, first):
+        wanted = WarmWindow.of(uri, next_edit.build_prompt(history, [], anchor, 0))
+        if wanted in (self._warm, self._warming and self._warming[0]):
             return
         if self._warming is not None:
-            self._warming.cancel()
-        prompt = next_edit.build_prompt(history, [], anchor, 0)
-        self._warming = asyncio.ensure_future(self._read(uri, first, prompt))
+            self._warming[1].cancel()
+        self._warming = (wanted, asyncio.ensure_future(self._read(wanted)))
 
-    async def _read(self, uri: str, first: int, prompt: next_edit.Prompt) -> None:
+    async def _read(self, wanted: WarmWindow) -> None:
         try:
             engine = await self._server.ready_engine()
             if not engine.can_warm:
                 return
-            request = ChatRequest(messages=prompt.messages[:2], slot=SLOT)
-            job = engine.warm(request)
+            job = engine.warm(ChatRequest(messages=wanted.messages, slot=SLOT))
             try:
                 result = await job.wait()
             except asyncio.CancelledError:
                 job.cancel()  # the engine keeps what it read
                 raise
             if result.finish_reason == "stop":
-                self._warm = (uri, first)
+                self._warm = wanted
         except (EngineError, Exception) as exc:  # no model yet, no free slot: nothing to warm
-            log.debug("not warming the next-edit window of %s: %s", uri, exc)
+            log.debug("not warming the next-edit window of %s: %s", wanted.uri, exc)
+        finally:
+            if self._warming is not None and self._warming[1] is asyncio.current_task():
+                self._warming = None
 
     def _shown_path(self, document: TextDocument) -> str:
         path = documents.uri_to_path(document.uri)

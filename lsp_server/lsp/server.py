@@ -27,6 +27,7 @@ from . import chat, code_actions, documents, protocol, settings
 from .codebase_index import WorkspaceIndex
 from .completion import InlineCompletion
 from .failure_diagnostics import FailureDiagnostics
+from .mcp import McpFeature
 from .model_host import ModelHost, ModelUnavailable
 from .next_edit import NextEdits
 from .rpc_protocol import HardenedProtocol, replace_workspace, shutdown_received
@@ -81,6 +82,7 @@ class AssistantServer(LanguageServer):
         self.model_host = ModelHost(self, lambda: self.settings)
         self.test_diagnostics = FailureDiagnostics(self, self.warn)
         self.codebase = WorkspaceIndex(self)
+        self.mcp = McpFeature(self, self.warn, self.protocol.send_request_async)
         self.configured = False  # the client's configuration has been read (or it has none)
         self.state = protocol.LOADING
         self._status_details: tuple[str | None, str | None] = (None, None)  # message, installModel
@@ -143,6 +145,7 @@ class AssistantServer(LanguageServer):
             self._served_name = info["model_desc"]
         self.set_status(protocol.READY, f"{self._served_name or config.engine_name} ready")
         self.warmer.rewarm()  # a new engine: what the old one held is gone (or restored from disk)
+        self.next_edits.engine_changed()
 
     def load_failed(self, config: settings.Settings, error: ModelUnavailable) -> None:
         repeated = (self.state, self._status_details[0]) == (protocol.ERROR, str(error))
@@ -219,6 +222,7 @@ class AssistantServer(LanguageServer):
             self.next_edits.stop_all()
         if not new.test_diagnostics:
             self.test_diagnostics.stop_all()
+        self.mcp.settings_changed()
         if self.configured:  # before that, `initialized` asks for the engine once the configuration is in
             self.model_host.want(new)
 
@@ -309,7 +313,7 @@ def create_server() -> AssistantServer:
         ls.next_edits.stop_all()
         ls.test_diagnostics.stop_all()
         ls.codebase.stop()
-        await ls.model_host.close()
+        await asyncio.gather(ls.model_host.close(), ls.mcp.close())
 
     # pygls keeps the documents; these run after it has applied the change.
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
@@ -392,6 +396,7 @@ def create_server() -> AssistantServer:
             "lastStats": ls.turns.stats.last_json(),
             "lastCompletion": ls.completion.last,
             "nextEdit": ls.next_edits.stats_json(),
+            "mcp": ls.mcp.stats_json(),
         }
 
     @server.feature(

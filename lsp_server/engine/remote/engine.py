@@ -191,10 +191,12 @@ class RemoteEngine:
     ) -> ChatResult:
         raise EngineError("inline completion needs the local backend", "unsupported")
 
-    async def suggest(self, request: ChatRequest) -> ChatResult:
+    async def suggest(
+        self, request: ChatRequest, keep_going: Callable[[str], bool] | None = None
+    ) -> ChatResult:
         # The server schedules its own requests: a suggestion is one more, which the client cancels when
         # the user types on.
-        return await self.generate(request)
+        return await self.generate(request, keep_going=keep_going)
 
     async def aclose(self) -> None:
         await self._client.close()
