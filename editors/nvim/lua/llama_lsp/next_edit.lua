@@ -15,7 +15,6 @@ local M = {}
 local NAMESPACE = vim.api.nvim_create_namespace("llama_lsp.next_edit")
 -- The server's default for `nextEditDelayMs` and its bounds (lsp_server/lsp/settings.py).
 local DEFAULT_DELAY_MS, MIN_DELAY_MS, MAX_DELAY_MS = 400, 100, 5000
-local METHOD_NOT_FOUND = -32601
 local ACCEPT_DESC = "llama-lsp: go to the next-edit suggestion, or accept it"
 local DISMISS_DESC = "llama-lsp: dismiss the next-edit suggestion"
 local SIGN = "»"
@@ -425,7 +424,7 @@ local function on_result(req, err, result)
   state.last_answer = { err = err, result = result }
   if err then
     -- An older server: stop asking it. Other errors are in the server's log; not worth a message.
-    if err.code == METHOD_NOT_FOUND then
+    if err.code == protocol.METHOD_NOT_FOUND then
       state.unsupported[req.client_id] = true
     end
     return
