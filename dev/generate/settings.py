@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from lsp_server.lsp.settings import BACKEND_SCHEMA, SECTION, SPECS, Kind, SettingSpec
+from lsp_server.lsp.settings import BACKEND_SCHEMA, MCP_SERVER_SCHEMA, SECTION, SPECS, Kind, SettingSpec
 
 from .common import (
     LUA,
@@ -53,6 +53,12 @@ REMOTE_BACKEND_DOC = (
     "setting, so that it stays out of the settings files."
 )
 
+# What one server of `mcpServers` is, for the editors' types of it (its fields are MCP_SERVER_SCHEMA's).
+MCP_SERVER_DOC = (
+    "An MCP server whose tools chat may call: a `command` the language server starts (stdio), or a `url` "
+    "it reaches (streamable HTTP)."
+)
+
 
 class Types(NamedTuple):
     """A kind of setting's type in each place that declares one."""
@@ -75,6 +81,9 @@ TYPES: dict[Kind, Types] = {
         ["string", "object"], "Backend", '"local"|llama_lsp.RemoteBackend', '`"local"` or object'
     ),
     "globs": Types("array", "string[]", "string[]", "list of globs"),
+    "servers": Types(
+        "object", "Record<string, McpServer>", "table<string, llama_lsp.McpServer>", "object of servers"
+    ),
 }
 
 _REFERENCE = re.compile(r"#(\w+)#")  # `#contextSize#` in a doc: another setting
@@ -149,6 +158,8 @@ def vscode_property(spec: SettingSpec) -> dict[str, Any]:
         entry.update(BACKEND_SCHEMA)
     if spec.kind == "globs":
         entry["items"] = {"type": "string"}
+    if spec.kind == "servers":
+        entry["additionalProperties"] = MCP_SERVER_SCHEMA
     summary, *details = spec.doc.split("\n\n", 1)
     doc = "\n\n".join([" ".join([summary, *notes(spec, vscode=True)]), *details])
     entry["markdownDescription"] = _references(doc, lambda wire: f"#{SECTION}.{wire}#")
@@ -184,15 +195,27 @@ def _ts_literal(value: Any) -> str:
     return json_text(value)
 
 
-def _backend_fields() -> list[tuple[str, bool, str, str]]:
-    """The `backend` object's members, from its schema: name, optional, JSON type, doc."""
+def _backend_fields(object_schema: dict[str, Any] = BACKEND_SCHEMA) -> list[tuple[str, bool, str, str]]:
+    """An object setting's members, from its schema (the `backend`'s by default): name, optional, JSON
+    type, doc."""
     fields = []
-    for name, schema in BACKEND_SCHEMA["properties"].items():
+    for name, schema in object_schema["properties"].items():
         doc = schema["description"]
         if "default" in schema:
             doc += f" Default: {json_text(schema['default'])}."
-        fields.append((name, name not in BACKEND_SCHEMA["required"], schema["type"], doc))
+        kind = schema.get("type") or "|".join(json_text(value) for value in schema["enum"])
+        fields.append((name, name not in object_schema.get("required", ()), kind, doc))
     return fields
+
+
+def _ts_member_type(kind: str) -> str:
+    return {"array": "string[]", "object": "Record<string, string>"}.get(
+        kind, kind.replace('"', "'").replace("|", " | ")
+    )
+
+
+def _lua_member_type(kind: str) -> str:
+    return {"array": "string[]", "object": "table<string, string>"}.get(kind, kind)
 
 
 def _ts_doc(text: str, indent: str) -> list[str]:
@@ -223,6 +246,10 @@ def typescript() -> str:
     backend = []
     for member, absent, schema_type, member_doc in _backend_fields():
         backend.extend([*_ts_doc(member_doc, "  "), f"  {member}{'?' if absent else ''}: {schema_type};"])
+    mcp_server = []
+    for member, absent, schema_type, member_doc in _backend_fields(MCP_SERVER_SCHEMA):
+        kind = _ts_member_type(schema_type)
+        mcp_server.extend([*_ts_doc(member_doc, "  "), f"  {member}{'?' if absent else ''}: {kind};"])
     return f"""/**
  * The server's settings as a client sends them (initializationOptions, the `{SECTION}` section), the values
  * that mean the server's defaults, and the ones never sent from an untrusted workspace.
@@ -238,6 +265,11 @@ export interface RemoteBackend {{
 }}
 
 export type Backend = 'local' | RemoteBackend;
+
+{chr(10).join(_ts_doc(MCP_SERVER_DOC, ""))}
+export interface McpServer {{
+{chr(10).join(mcp_server)}
+}}
 
 export interface ServerSettings {{
 {chr(10).join(fields)}
@@ -357,6 +389,15 @@ def lua_annotations() -> str:
     ]
     column = max(len(head) for head, _ in backend) + 1
     for head, doc in backend:
+        lines.extend(wrap(doc, 110, initial_indent=head.ljust(column), subsequent_indent="---".ljust(column)))
+    lines.extend(["", *(f"---{line}" for line in wrap(MCP_SERVER_DOC, 107))])
+    lines.append("---@class llama_lsp.McpServer")
+    server = [
+        (f"---@field {name}{'?' if optional else ''} {_lua_member_type(kind)}", doc)
+        for name, optional, kind, doc in _backend_fields(MCP_SERVER_SCHEMA)
+    ]
+    column = max(len(head) for head, _ in server) + 1
+    for head, doc in server:
         lines.extend(wrap(doc, 110, initial_indent=head.ljust(column), subsequent_indent="---".ljust(column)))
     return "\n".join(lines)
 

@@ -35,7 +35,6 @@ from .checks.verifier import Verifier
 from .conversation import RETRY_TEMPERATURE, Conversation, ToolCallRecord, TurnResult, count_answer
 from .rewrite import code_block
 from .tools.runner import ToolRunner
-from .tools.schemas import TOOL_NAMES, schemas_for
 
 log = logging.getLogger("llama_lsp.block_turn")
 
@@ -152,7 +151,7 @@ class BlockTurn:
                 messages=messages,
                 # The tools stay declared, unused, so that the prompt's prefix is the same as for every
                 # other turn.
-                tools=schemas_for(TOOL_NAMES),
+                tools=self.conversation.tools(),
                 tool_choice="none",
                 max_tokens=self.request.write_tokens,
                 temperature=temperature,

@@ -6,7 +6,8 @@ document changes between turns, the change is appended as a diff instead of rewr
 No LSP types here: the chat and code-action features translate.
 
 A turn always ends with an answer for the user. The template's markup the model writes as text is cut
-(lsp_server.assistant.markup); a call that repeats one that failed or found nothing is not run again
+(lsp_server.assistant.markup); a call that repeats one that failed or found nothing is not run again,
+nor one that repeats a call of an MCP tool (it may change something, and its result is there already)
 (its result says so and what to try instead), and after two such the tools are off for the turn. When
 the rounds still end without an answer (empty, markup, a copy of a tool's result, a call written as
 text), the model is asked once more, with the tools off and the conversation's cached prefix, to say
@@ -16,7 +17,6 @@ calls.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import uuid
@@ -51,6 +51,23 @@ class Conversation:
     messages: list[dict[str, Any]] = field(default_factory=lambda: [prompts.system_message()])
     document_path: str | None = None
     snapshot: str | None = None  # the document as the model last saw it
+    # Tools besides the built-in four (a chat's MCP tools), fixed when the conversation starts: they are
+    # in its prompt's stable prefix.
+    extra_tools: tuple[dict[str, Any], ...] = ()
+    offer: tuple[Any, ...] = ()  # what offered them (mcp_tools.OfferedTool), to run a call
+
+    @property
+    def started(self) -> bool:
+        """Whether anything follows the system message (its tools can no longer change)."""
+        return len(self.messages) > 1
+
+    def tools(self, names: tuple[str, ...] = tuple(TOOL_NAMES)) -> list[dict[str, Any]]:
+        """The tools its prompts declare: the named built-in ones, in their fixed order, then its own."""
+        return [*schemas_for(names), *self.extra_tools]
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [schema["function"]["name"] for schema in self.tools()]
 
     def show_document(self, path: str, text: str) -> None:
         """Makes sure the model has seen the current text: the whole file once, then diffs."""
@@ -203,11 +220,12 @@ async def run_turn(
     after an edit ends with an answer for the user (the module's docstring says how).
     """
     # Every tool is declared on every request, even when unused, so the prompt's prefix never changes.
-    tools = schemas_for(options.tool_names)
+    tools = conversation.tools(options.tool_names)
     markers = await markup.markers_of(engine)
     records: list[ToolCallRecord] = []
     result: TurnResult | None = None
     unproductive: set[str] = set()
+    extra_calls: set[str] = set()  # the MCP tools' calls run in this turn
     repeats = 0
     proposed = False
     for step in range(options.max_tool_steps):
@@ -244,9 +262,18 @@ async def run_turn(
         if signature in unproductive:
             repeats += 1
             outcome = ToolOutcome.failed(_repeated(call.name, repeats))
+        elif signature in extra_calls:
+            # Small models call an MCP tool again with the same arguments instead of answering with its
+            # result; a second run of a tool that writes would write twice.
+            repeats += 1
+            outcome = ToolOutcome.failed(
+                f"you already called {call.name} with these arguments; its result is above, and it was not "
+                "run again. Answer now with it."
+            )
         else:
-            # Off the event loop: a search through a large folder must not stall other requests or cancels.
-            outcome = await asyncio.to_thread(runner.run, call.name, call.arguments)
+            if runner.extra is not None and call.name in runner.extra.names:
+                extra_calls.add(signature)
+            outcome = await runner.call(call.name, call.arguments)
             if outcome.proposed and verifier is not None:
                 problem = await verifier.check_latest(runner)
                 if problem is not None:
@@ -279,7 +306,7 @@ async def run_turn(
     assert result is not None  # max_tool_steps >= 1
     if options.want_edit or proposed or result.finish_reason in ("cancelled", "error"):
         return result
-    if not _answers(result.content, records):
+    if not _answers(result.content, records, conversation.tool_names):
         result = await _answer_now(engine, conversation, options, markers, on_piece, result)
     return result
 
@@ -318,13 +345,13 @@ def _repeated(name: str, repeats: int) -> str:
     )
 
 
-def _answers(content: str, records: list[ToolCallRecord]) -> bool:
+def _answers(content: str, records: list[ToolCallRecord], names: list[str] = TOOL_NAMES) -> bool:
     """Whether content is an answer for the user: not empty, not tool calls written as text (the last
     perhaps cut off), and not a copy of what a tool returned."""
     text = content.strip()
-    while (call := extract_json_call(text, TOOL_NAMES)) is not None:
+    while (call := extract_json_call(text, names)) is not None:
         text = call.rest.strip()
-    if not text or tool_call_start(text, TOOL_NAMES) == 0:  # nothing, or a call cut off by the limit
+    if not text or tool_call_start(text, names) == 0:  # nothing, or a call cut off by the limit
         return False
     for record in records:
         if text == record.result.strip() or (not record.productive and text in record.result):
@@ -347,7 +374,7 @@ async def _answer_now(
         engine,
         ChatRequest(
             messages=list(conversation.messages),
-            tools=schemas_for(options.tool_names),
+            tools=conversation.tools(options.tool_names),
             tool_choice="none",
             max_tokens=options.max_tokens,
             temperature=options.temperature,
@@ -358,7 +385,8 @@ async def _answer_now(
     )
     result = count_answer(result, answer, result.tool_calls)
     content = answer.content
-    if answer.finish_reason not in ("cancelled", "error") and not _answers(content, result.tool_calls):
+    answered = _answers(content, result.tool_calls, conversation.tool_names)
+    if answer.finish_reason not in ("cancelled", "error") and not answered:
         content = no_answer(result.tool_calls)
         if on_piece is not None:
             on_piece(content)

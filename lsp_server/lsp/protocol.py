@@ -16,6 +16,7 @@ from ..assistant.actions import ACTIONS
 CHAT = "assistant/chat"
 STATS = "assistant/stats"
 STATUS = "assistant/status"  # notification, server -> client
+CONFIRM_TOOL_CALL = "assistant/confirmToolCall"  # request, server -> client: may this MCP tool call run?
 SEARCH_CODEBASE = "assistant/searchCodebase"
 NEXT_EDIT = "assistant/nextEdit"
 # notifications, client -> server: what became of a suggestion (its `id`), counted in assistant/stats

@@ -353,6 +353,34 @@ NextEditStats = Interface(
     ),
 )
 
+McpServerStats = Interface(
+    "McpServerStats",
+    "One configured MCP server as `assistant/stats` reports it.",
+    (
+        field("name", STRING),
+        field("source", STRING, 'Where it is configured: "settings", ".vscode/mcp.json" or ".mcp.json".'),
+        field(
+            "state",
+            literals("stopped", "starting", "running", "failed"),
+            '"stopped": not started yet (a chat starts it), or stopped; "failed": it could not start, '
+            "or it died.",
+        ),
+        field("tools", INTEGER, "The tools it lists (its last list while it is down)."),
+        field("starts", INTEGER, "Times it was started: one, plus one per restart."),
+        field("error", nullable(STRING), "Why it failed, with the last lines it wrote to stderr."),
+    ),
+)
+
+McpStats = Interface(
+    "McpStats",
+    "The MCP servers and the tools a new conversation offers the model.",
+    (
+        field("servers", ListOf(McpServerStats), "In the order of the configuration."),
+        field("offered", ListOf(STRING), "The tools a new chat conversation offers, as `server.tool`."),
+        field("leftOut", ListOf(STRING), "Tools past the limit of tools per conversation."),
+    ),
+)
+
 StatsResult = Interface(
     "StatsResult",
     "",
@@ -399,6 +427,7 @@ StatsResult = Interface(
             "The last inline completion's figures; null before the first one (absent from an older server).",
         ),
         optional("nextEdit", NextEditStats, "Absent from an older server."),
+        optional("mcp", McpStats, "Absent from an older server."),
     ),
 )
 
@@ -517,6 +546,32 @@ NextEditFeedback = Interface(
     (field("id", STRING, "A `NextEdit`'s id."),),
 )
 
+ToolCallChoice = Alias(
+    "ToolCallChoice",
+    "The user's answer to `assistant/confirmToolCall`: run this call; run this tool's calls in this "
+    "conversation; run this tool's calls while the server runs with this configuration; or not.",
+    literals("allow", "allowConversation", "allowAlways", "deny"),
+)
+
+ConfirmToolCallParams = Interface(
+    "ConfirmToolCallParams",
+    "A call the model wants to make to an MCP tool that does not declare itself read-only.",
+    (
+        field("conversationId", STRING),
+        field("server", STRING, "The MCP server's name, as configured."),
+        field("tool", STRING, "The tool's name, as its server lists it."),
+        field("name", STRING, "The tool as the model called it: `server.tool`."),
+        field("arguments", MapOf(UNKNOWN), "The call's arguments, checked against the tool's schema."),
+        field("description", STRING, "The tool's description, as its server gives it."),
+    ),
+)
+
+ConfirmToolCallResult = Interface(
+    "ConfirmToolCallResult",
+    "",
+    (field("choice", ToolCallChoice),),
+)
+
 ShowAnswerArgs = Interface(
     "ShowAnswerArgs",
     "The argument of `llamaLsp.showAnswer`.",
@@ -554,6 +609,11 @@ SHAPES: tuple[Interface | Alias, ...] = (
     NextEdit,
     NextEditFeedback,
     NextEditStats,
+    McpServerStats,
+    McpStats,
+    ToolCallChoice,
+    ConfirmToolCallParams,
+    ConfirmToolCallResult,
     ShowAnswerArgs,
 )
 
@@ -573,7 +633,7 @@ class Message:
     params: Type | None = None  # a command's one argument
     result: Type | None = None
     partial: Interface | None = None  # the `$/progress` value of a partialResultToken
-    from_server: bool = False  # a notification the server sends
+    from_server: bool = False  # a notification or request the server sends
 
 
 MESSAGES: tuple[Message, ...] = (
@@ -630,6 +690,15 @@ MESSAGES: tuple[Message, ...] = (
         "notification",
         "The server's state (loading, ready, busy, error), sent when it changes.",
         StatusParams,
+        from_server=True,
+    ),
+    Message(
+        protocol.CONFIRM_TOOL_CALL,
+        "request",
+        "Asks the user whether a chat's call to an MCP tool that may change something may run. No answer "
+        "(an error, MethodNotFound) is `deny`.",
+        ConfirmToolCallParams,
+        ConfirmToolCallResult,
         from_server=True,
     ),
     Message(

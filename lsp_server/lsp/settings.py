@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from ..assistant.actions import REWRITE_MAX_FACTOR
 from ..assistant.checks.sandbox import SandboxMode
+from ..assistant.tools.mcp_config import MAX_LOCAL_TOOLS, MAX_REMOTE_TOOLS, McpServerConfig, parse_servers
 from ..engine import RemoteConfig, models
 from ..engine.api import SECONDS_PER_TOKEN
 
@@ -29,7 +30,7 @@ SECTION = "llamaLsp"
 
 # A setting's kind follows from its field's type: it picks the conversion and each editor's type. A
 # `Literal` of strings is a "choice" of those values.
-Kind = Literal["bool", "int", "float", "str", "choice", "path", "command", "backend", "globs"]
+Kind = Literal["bool", "int", "float", "str", "choice", "path", "command", "backend", "globs", "servers"]
 ChatCodebase = Literal["mention", "always"]
 
 
@@ -272,6 +273,34 @@ class Settings:
         doc="Milliseconds of no typing before the editor asks for a next-edit suggestion.",
         bounds=(100, 5000),
     )
+    # MCP tool servers in chat (lsp.mcp, assistant/tools/mcp_*.py): they run commands, so never from an
+    # untrusted workspace.
+    mcp_servers: tuple[McpServerConfig, ...] = setting(
+        (),
+        doc="MCP (Model Context Protocol) servers whose tools chat may call, as other editors configure "
+        'them: `{"name": {"command": "...", "args": [...], "env": {...}, "cwd": "..."}}` for a server the '
+        'language server starts (stdio), or `{"name": {"url": "https://..."}}` for one it reaches over '
+        "streamable HTTP.\n\n"
+        "A server starts when a chat first needs it, and again after it stopped; a tool is offered to "
+        "the model as `name.tool`, after the built-in tools, at most "
+        f"{MAX_LOCAL_TOOLS} of them per conversation with the local model "
+        f"({MAX_REMOTE_TOOLS} with a remote `#backend#`). A call to a tool that does not declare "
+        "itself read-only asks you first. Code actions never use them. `${workspaceFolder}`, "
+        "`${env:NAME}` and `${NAME}` in a command, its arguments, environment and folder are replaced; "
+        "the server gets `HOME`, `PATH`, `USER`, `SHELL`, `TERM` and `LOGNAME` of the language server's "
+        "environment, and what `env` sets. **It runs the commands you give**, so it is read only in a "
+        "trusted workspace.",
+        trusted_only=True,
+    )
+    mcp_workspace_servers: bool = setting(
+        True,
+        doc="Also start the MCP servers the workspace's own files declare: `.vscode/mcp.json` "
+        '(`"servers"`) and `.mcp.json` (`"mcpServers"`), after those of `#mcpServers#` (whose name '
+        "wins).\n\n"
+        "**These commands come with the repository**, so they run only in a trusted workspace.",
+        trusted_only=True,
+        untrusted=False,
+    )
     # None: the model runs in this process ("local"); else an OpenAI-compatible server (engine.remote).
     backend: RemoteConfig | None = setting(  # noqa: RUF009 (as above)
         None,
@@ -346,8 +375,9 @@ _KINDS: dict[Any, Kind] = {
     str | None: "command",  # "" unsets it
     RemoteConfig | None: "backend",  # None is "local"
     tuple[str, ...]: "globs",  # a JSON array of strings
+    tuple[McpServerConfig, ...]: "servers",  # a JSON object of servers by name
 }
-_WIRE_DEFAULTS: dict[Kind, Any] = {"path": None, "backend": "local"}
+_WIRE_DEFAULTS: dict[Kind, Any] = {"path": None, "backend": "local", "servers": {}}
 
 
 def _camel(name: str) -> str:
@@ -400,7 +430,8 @@ def merge(base: Settings, raw: Any) -> tuple[Settings, list[str]]:
         try:
             changes[name] = _convert(_BY_NAME[name], value)
         except (TypeError, ValueError) as exc:
-            shown = "" if _BY_NAME[name].kind == "backend" else f"={value!r}"  # it may hold credentials
+            # A backend may hold credentials, a server's env secrets.
+            shown = "" if _BY_NAME[name].kind in ("backend", "servers") else f"={value!r}"
             warnings.append(f"llama-lsp setting {wire}{shown} ignored: {exc}")
     return dataclasses.replace(base, **changes), warnings
 
@@ -426,6 +457,8 @@ def _convert(spec: SettingSpec, value: Any) -> Any:
         return value.strip()
     if spec.kind == "globs":
         return _globs(value)
+    if spec.kind == "servers":
+        return parse_servers(value)
     if spec.kind == "choice":
         if value not in spec.choices:
             raise ValueError("expected " + " or ".join(f'"{choice}"' for choice in spec.choices))
@@ -489,6 +522,25 @@ BACKEND_SCHEMA: dict[str, Any] = {
         },
     },
     "required": ["url"],
+    "additionalProperties": False,
+}
+
+
+# One MCP server of `mcpServers`, as JSON Schema (VS Code checks settings.json against it).
+MCP_SERVER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "description": "The program that runs the server over stdio."},
+        "args": {"type": "array", "items": {"type": "string"}, "description": "Its arguments."},
+        "env": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "Environment variables it gets besides HOME, PATH, USER, SHELL, TERM, LOGNAME.",
+        },
+        "cwd": {"type": "string", "description": "Its working folder; default: the first workspace folder."},
+        "url": {"type": "string", "pattern": "^https?://", "description": "A streamable HTTP server."},
+        "type": {"enum": ["stdio", "http"], "description": "As VS Code's mcp.json says it; optional."},
+    },
     "additionalProperties": False,
 }
 

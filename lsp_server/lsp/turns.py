@@ -37,10 +37,10 @@ from ..assistant.conversation import (
 )
 from ..assistant.tools.proposals import Admission
 from ..assistant.tools.runner import ToolRunner
-from ..assistant.tools.schemas import TOOL_NAMES, schemas_for
 from ..assistant.tools.workspace_files import WorkspaceFiles
 from ..engine import ChatEngine, ChatRequest
 from . import documents, lsp_json, protocol
+from .mcp import McpFeature
 from .settings import Settings
 
 log = logging.getLogger("llama_lsp.turns")
@@ -65,6 +65,9 @@ class ServerContext(Protocol):
 
     @property
     def codebase_index(self) -> CodebaseIndex | None: ...
+
+    @property
+    def mcp(self) -> McpFeature: ...
 
 
 @dataclass
@@ -219,11 +222,14 @@ class TurnService:
         version: int | None = None,
         check_policy: CheckPolicy | None = CHECKED,
         admission: Admission | None = None,
+        mcp_tools: bool = False,
     ) -> AsyncIterator[DocumentTurn]:
         """A turn on the open document `uri` (None: the workspace), in conversation `conversation_id`
         (None: a new one). `version` is the one the request was made for; proposed edits go through
         verifyCommand as `check_policy` says (None: they are not checked), and the request's ledger
-        records what `admission` admits of each (None: the edit as it is).
+        records what `admission` admits of each (None: the edit as it is). With `mcp_tools` (chat), a
+        new conversation is offered the MCP servers' tools, and the turn may run those its conversation
+        offers.
 
         The server shows itself busy while the turn runs; the turn's figures are recorded when it ends
         without an error, before the status says ready again, so that the status carries them.
@@ -251,6 +257,10 @@ class TurnService:
                 check_policy,
             )
         conversation = self.conversations.get_or_create(conversation_id)
+        mcp = None
+        if mcp_tools:
+            await self._server.mcp.start_conversation(conversation)
+            mcp = self._server.mcp.toolbox(conversation)
         text = document.source if document is not None else ""
         if path is not None:
             conversation.show_document(workspace.display(path), text)
@@ -258,7 +268,7 @@ class TurnService:
             engine,
             settings,
             conversation,
-            ToolRunner(workspace, admission, self._server.codebase_index),
+            ToolRunner(workspace, admission, self._server.codebase_index, mcp),
             verifier,
             self._server.workspace,
             uri,
@@ -277,12 +287,13 @@ class TurnService:
         if uri is not None:
             self._latest_conversation[uri] = conversation.id
         if turn.result is not None and self.on_answered is not None:
-            self.on_answered(self._request(conversation.messages, conversation.id))
+            self.on_answered(self._request(conversation, conversation.messages, conversation.id))
 
-    def warm_requests(self, uri: str) -> list[ChatRequest]:
+    async def warm_requests(self, uri: str) -> list[ChatRequest]:
         """What the next question about the open document `uri` will start with, to read ahead: the
-        last conversation about it with the document's change appended, then a new conversation's
-        opening (the system prompt, the tools and the document). Nothing for an unknown document."""
+        last conversation about it with the document's change appended, then a new chat conversation's
+        opening (the system prompt, the tools, the MCP servers' among them, and the document). Nothing
+        for an unknown document."""
         document = documents.get_document(self._server.workspace, uri)
         path = documents.uri_to_path(uri)
         if document is None or path is None:
@@ -292,15 +303,19 @@ class TurnService:
         latest = self._latest_conversation.get(uri)
         if latest is not None and latest in self.conversations:
             conversation = self.conversations.get_or_create(latest)
-            requests.append(self._request(conversation.messages_showing(shown, document.source), latest))
-        opening = Conversation(id=new_conversation_slot(uri)).messages_showing(shown, document.source)
-        requests.append(self._request(opening, new_conversation_slot(uri)))
+            opened = conversation.messages_showing(shown, document.source)
+            requests.append(self._request(conversation, opened, latest))
+        new = Conversation(id=new_conversation_slot(uri))
+        await self._server.mcp.start_conversation(new)
+        opening = new.messages_showing(shown, document.source)
+        requests.append(self._request(new, opening, new_conversation_slot(uri)))
         return requests
 
     @staticmethod
-    def _request(messages: list[dict[str, Any]], slot: str) -> ChatRequest:
-        # Every turn declares every tool (run_turn), so the tools are part of the prefix to warm.
-        return ChatRequest(messages=list(messages), tools=schemas_for(TOOL_NAMES), slot=slot)
+    def _request(conversation: Conversation, messages: list[dict[str, Any]], slot: str) -> ChatRequest:
+        # Every turn declares every tool of its conversation (run_turn), so the tools are part of the
+        # prefix to warm.
+        return ChatRequest(messages=list(messages), tools=conversation.tools(), slot=slot)
 
     def forget(self, uri: str) -> None:
         """The document was closed."""

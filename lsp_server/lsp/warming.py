@@ -163,7 +163,7 @@ class Warmer:
     async def _warm_document(self, uri: str, delay: float) -> None:
         try:
             await asyncio.sleep(delay)
-            requests = self._turns.warm_requests(uri)
+            requests = await self._turns.warm_requests(uri)
             for request in requests:
                 if not await self._read(request):
                     return

@@ -34,6 +34,11 @@ export const NEXT_EDIT_ACCEPTED = 'assistant/nextEditAccepted';
 export const NEXT_EDIT_REJECTED = 'assistant/nextEditRejected';
 /** The server's state (loading, ready, busy, error), sent when it changes. */
 export const STATUS = 'assistant/status';
+/**
+ * Asks the user whether a chat's call to an MCP tool that may change something may run. No answer (an error,
+ * MethodNotFound) is `deny`.
+ */
+export const CONFIRM_TOOL_CALL = 'assistant/confirmToolCall';
 /** Resolves a code action and applies its edit through `workspace/applyEdit`. */
 export const COMMAND_CODE_ACTION = 'llamaLsp.codeAction';
 /** The command of an answer in words (Explain): the client shows it as a conversation. */
@@ -250,6 +255,8 @@ export interface StatsResult {
   lastCompletion?: CompletionStats | null;
   /** Absent from an older server. */
   nextEdit?: NextEditStats;
+  /** Absent from an older server. */
+  mcp?: McpStats;
 }
 
 /**
@@ -372,6 +379,56 @@ export interface NextEditStats {
   warm?: { uri: string; firstLine: number } | null;
 }
 
+/** One configured MCP server as `assistant/stats` reports it. */
+export interface McpServerStats {
+  name: string;
+  /** Where it is configured: "settings", ".vscode/mcp.json" or ".mcp.json". */
+  source: string;
+  /** "stopped": not started yet (a chat starts it), or stopped; "failed": it could not start, or it died. */
+  state: 'stopped' | 'starting' | 'running' | 'failed';
+  /** The tools it lists (its last list while it is down). */
+  tools: number;
+  /** Times it was started: one, plus one per restart. */
+  starts: number;
+  /** Why it failed, with the last lines it wrote to stderr. */
+  error: string | null;
+}
+
+/** The MCP servers and the tools a new conversation offers the model. */
+export interface McpStats {
+  /** In the order of the configuration. */
+  servers: McpServerStats[];
+  /** The tools a new chat conversation offers, as `server.tool`. */
+  offered: string[];
+  /** Tools past the limit of tools per conversation. */
+  leftOut: string[];
+}
+
+/**
+ * The user's answer to `assistant/confirmToolCall`: run this call; run this tool's calls in this
+ * conversation; run this tool's calls while the server runs with this configuration; or not.
+ */
+export type ToolCallChoice = 'allow' | 'allowConversation' | 'allowAlways' | 'deny';
+
+/** A call the model wants to make to an MCP tool that does not declare itself read-only. */
+export interface ConfirmToolCallParams {
+  conversationId: string;
+  /** The MCP server's name, as configured. */
+  server: string;
+  /** The tool's name, as its server lists it. */
+  tool: string;
+  /** The tool as the model called it: `server.tool`. */
+  name: string;
+  /** The call's arguments, checked against the tool's schema. */
+  arguments: Record<string, unknown>;
+  /** The tool's description, as its server gives it. */
+  description: string;
+}
+
+export interface ConfirmToolCallResult {
+  choice: ToolCallChoice;
+}
+
 /** The argument of `llamaLsp.showAnswer`. */
 export interface ShowAnswerArgs {
   conversationId: string;
@@ -442,3 +499,6 @@ export const nextEditShownNotification = new NotificationType<NextEditFeedback>(
 export const nextEditAcceptedNotification = new NotificationType<NextEditFeedback>(NEXT_EDIT_ACCEPTED);
 export const nextEditRejectedNotification = new NotificationType<NextEditFeedback>(NEXT_EDIT_REJECTED);
 export const statusNotification = new NotificationType<StatusParams>(STATUS);
+export const confirmToolCallRequest = new RequestType<ConfirmToolCallParams, ConfirmToolCallResult, void>(
+  CONFIRM_TOOL_CALL,
+);

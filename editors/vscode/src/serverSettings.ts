@@ -31,6 +31,25 @@ export interface RemoteBackend {
 
 export type Backend = 'local' | RemoteBackend;
 
+/**
+ * An MCP server whose tools chat may call: a `command` the language server starts (stdio), or a `url` it
+ * reaches (streamable HTTP).
+ */
+export interface McpServer {
+  /** The program that runs the server over stdio. */
+  command?: string;
+  /** Its arguments. */
+  args?: string[];
+  /** Environment variables it gets besides HOME, PATH, USER, SHELL, TERM, LOGNAME. */
+  env?: Record<string, string>;
+  /** Its working folder; default: the first workspace folder. */
+  cwd?: string;
+  /** A streamable HTTP server. */
+  url?: string;
+  /** As VS Code's mcp.json says it; optional. */
+  type?: 'stdio' | 'http';
+}
+
 export interface ServerSettings {
   /**
    * Catalogue model name (`llama-lsp model list`) or the path of a GGUF file. Changing it reloads the model.
@@ -159,6 +178,19 @@ export interface ServerSettings {
   /** Milliseconds of no typing before the editor asks for a next-edit suggestion. */
   nextEditDelayMs: number;
   /**
+   * MCP (Model Context Protocol) servers whose tools chat may call, as other editors configure them:
+   * `{"name": {"command": "...", "args": [...], "env": {...}, "cwd": "..."}}` for a server the language
+   * server starts (stdio), or `{"name": {"url": "https://..."}}` for one it reaches over streamable HTTP.
+   * Not used in Restricted Mode (an untrusted workspace).
+   */
+  mcpServers?: Record<string, McpServer>;
+  /**
+   * Also start the MCP servers the workspace's own files declare: `.vscode/mcp.json` (`"servers"`) and
+   * `.mcp.json` (`"mcpServers"`), after those of `mcpServers` (whose name wins). In Restricted Mode (an
+   * untrusted workspace) the server gets `false`.
+   */
+  mcpWorkspaceServers: boolean;
+  /**
    * Where the model runs: `"local"`, in the language server's process (the model of `model`); or `{"url":
    * "http://host:port/v1", "model": "NAME", "apiKeyEnv": "VAR", "timeout": 600}`, an OpenAI-compatible
    * server that answers instead (llama.cpp's `llama-server`, vLLM), such as a team's shared GPU machine. The
@@ -192,11 +224,13 @@ export const SERVER_DEFAULTS: Required<ServerSettings> = {
   completionTimeBudgetMs: 1000,
   nextEdit: true,
   nextEditDelayMs: 400,
+  mcpServers: {},
+  mcpWorkspaceServers: true,
   backend: 'local',
 };
 
 /** The settings that make the server run a command on the workspace's code (settings.ts, forTrust). */
-export const TRUSTED_ONLY = ['verifyCommand', 'testDiagnostics', 'verifySandbox'] as const;
+export const TRUSTED_ONLY = ['verifyCommand', 'testDiagnostics', 'verifySandbox', 'mcpServers', 'mcpWorkspaceServers'] as const;
 
 /** What an untrusted workspace sends instead, where leaving a setting out would mean a default that runs. */
-export const UNTRUSTED_VALUES: Partial<ServerSettings> = { verifyCommand: '' };
+export const UNTRUSTED_VALUES: Partial<ServerSettings> = { verifyCommand: '', mcpWorkspaceServers: false };

@@ -10,13 +10,14 @@ from LSP types.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import regex
 
@@ -71,6 +72,15 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
+class ExtraTools(Protocol):
+    """Tools besides the built-in four that a request may call: a chat's MCP tools (mcp_tools.py)."""
+
+    @property
+    def names(self) -> frozenset[str]: ...
+
+    async def run(self, name: str, arguments: object) -> ToolOutcome: ...
+
+
 class ToolRunner:
     """Runs one request's tool calls, within its workspace files; the edits they propose go to its ledger."""
 
@@ -79,9 +89,11 @@ class ToolRunner:
         workspace: WorkspaceFiles,
         admission: Admission | None = None,
         index: CodebaseIndex | None = None,
+        extra: ExtraTools | None = None,
     ) -> None:
         self.workspace = workspace
         self.index = index  # the workspace index, where the server keeps one
+        self.extra = extra  # a chat's MCP tools; code actions have none
         self.proposals = Proposals(workspace, admission)
         self._handlers: dict[str, Callable[[dict[str, Any]], str]] = {
             "read_file": self._read_file,
@@ -105,6 +117,17 @@ class ToolRunner:
         except Exception as exc:  # a bug of ours must not end the user's chat: the model reads it instead
             log.exception("tool %s failed", name)
             return ToolOutcome.failed(f"{name} failed unexpectedly ({type(exc).__name__})")
+
+    async def call(self, name: str, arguments: object) -> ToolOutcome:
+        """One call of any tool the request has: an extra tool awaited, a built-in one off the event loop
+        (a search through a large folder must not stall other requests or cancels)."""
+        if self.extra is not None and name in self.extra.names:
+            try:
+                return await self.extra.run(name, arguments)
+            except Exception as exc:  # a bug of ours must not end the user's chat
+                log.exception("tool %s failed", name)
+                return ToolOutcome.failed(f"{name} failed unexpectedly ({type(exc).__name__})")
+        return await asyncio.to_thread(self.run, name, arguments)
 
     def propose_file(self, path: str, content: str) -> str | None:
         """Records a new file as create_file would (the block-rewrite format); None when recorded, else

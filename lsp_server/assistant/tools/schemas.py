@@ -88,23 +88,11 @@ def check_arguments(name: str, arguments: object) -> dict[str, Any]:
     """The arguments of a call to the tool `name`, checked against its schema; a mismatch is the model's
     to fix."""
     function = _FUNCTIONS[name]
-    if isinstance(arguments, str):  # the engine passes arguments it could not parse as JSON through as text
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
-            raise ToolError(f"the arguments to {name} are not valid JSON; pass a JSON object") from None
-    if not isinstance(arguments, dict):
-        raise ToolError(f"the arguments to {name} must be a JSON object")
     properties: dict[str, Any] = function["parameters"]["properties"]
     # Models often spell an omitted optional argument as null.
-    given = {key: value for key, value in arguments.items() if value is not None}
+    given = {key: value for key, value in parse_arguments(name, arguments).items() if value is not None}
     expected = ", ".join(properties) or "none"
-    if _is_schema(given):
-        example = json.dumps({key: f"<{key}>" for key in properties})
-        raise ToolError(
-            f"that is the schema of {name}'s arguments, not arguments: pass the values themselves, as in "
-            f"{example} (its arguments are: {expected})"
-        )
+    refuse_schema(name, given, properties)
     for key in given:
         if key not in properties:
             raise ToolError(f"{name} has no argument {key!r}; its arguments are: {expected}")
@@ -119,6 +107,30 @@ def check_arguments(name: str, arguments: object) -> dict[str, Any]:
                 f"the argument {key!r} to {name} must be {article} {kind}, not {repr(value)[:80]}"
             )
     return given
+
+
+def parse_arguments(name: str, arguments: object) -> dict[str, Any]:
+    """A call's arguments as an object (any tool's, MCP tools' too): the engine passes arguments it could
+    not parse as JSON through as text."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            raise ToolError(f"the arguments to {name} are not valid JSON; pass a JSON object") from None
+    if not isinstance(arguments, dict):
+        raise ToolError(f"the arguments to {name} must be a JSON object")
+    return arguments
+
+
+def refuse_schema(name: str, given: dict[str, Any], properties: dict[str, Any]) -> None:
+    """Raises the ToolError that tells the model it passed the tool's schema instead of arguments."""
+    if _is_schema(given):
+        expected = ", ".join(properties) or "none"
+        example = json.dumps({key: f"<{key}>" for key in properties})
+        raise ToolError(
+            f"that is the schema of {name}'s arguments, not arguments: pass the values themselves, as in "
+            f"{example} (its arguments are: {expected})"
+        )
 
 
 def _is_schema(arguments: dict[str, Any]) -> bool:

@@ -86,6 +86,14 @@ local M = {}
 ---                                    dismisses it. Off: the server suggests nothing. Default: true.
 ---@field nextEditDelayMs? integer     Milliseconds of no typing before the editor asks for a next-edit
 ---                                    suggestion. Default: 400.
+---@field mcpServers? table<string, llama_lsp.McpServer> MCP (Model Context Protocol) servers whose tools chat
+---                                    may call, as other editors configure them: `{"name": {"command": "...",
+---                                    "args": [...], "env": {...}, "cwd": "..."}}` for a server the language
+---                                    server starts (stdio), or `{"name": {"url": "https://..."}}` for one it
+---                                    reaches over streamable HTTP. Default: {}.
+---@field mcpWorkspaceServers? boolean Also start the MCP servers the workspace's own files declare:
+---                                    `.vscode/mcp.json` (`"servers"`) and `.mcp.json` (`"mcpServers"`),
+---                                    after those of `mcpServers` (whose name wins). Default: true.
 ---@field backend? "local"|llama_lsp.RemoteBackend Where the model runs: `"local"`, in the language server's
 ---                                    process (the model of `model`); or `{"url": "http://host:port/v1",
 ---                                    "model": "NAME", "apiKeyEnv": "VAR", "timeout": 600}`, an
@@ -104,6 +112,17 @@ local M = {}
 ---@field apiKeyEnv? string The name of the environment variable that holds the API key (not the key itself).
 ---@field timeout? number   Seconds to wait for the server's next bytes (the first come once it has read the
 ---                         prompt). A request ends within this plus 1 s per token it may write. Default: 600.
+
+---An MCP server whose tools chat may call: a `command` the language server starts (stdio), or a `url` it
+---reaches (streamable HTTP).
+---@class llama_lsp.McpServer
+---@field command? string            The program that runs the server over stdio.
+---@field args? string[]             Its arguments.
+---@field env? table<string, string> Environment variables it gets besides HOME, PATH, USER, SHELL, TERM,
+---                                  LOGNAME.
+---@field cwd? string                Its working folder; default: the first workspace folder.
+---@field url? string                A streamable HTTP server.
+---@field type? "stdio"|"http"       As VS Code's mcp.json says it; optional.
 -- end settings
 
 ---Inline completion (ghost text) while typing. On Neovim 0.12+ Neovim's `vim.lsp.inline_completion`

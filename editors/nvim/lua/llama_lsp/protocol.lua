@@ -104,6 +104,7 @@
 ---@field lastCompletion? llama_lsp.CompletionStats|nil The last inline completion's figures; null before the
 ---                                          first one (absent from an older server).
 ---@field nextEdit? llama_lsp.NextEditStats  Absent from an older server.
+---@field mcp? llama_lsp.McpStats            Absent from an older server.
 
 ---One inline completion (`textDocument/inlineCompletion`) as `assistant/stats` reports it. `cached`: the
 ---server answered from its recent completions without the model; then only `tMs` is given.
@@ -191,6 +192,38 @@
 ---@field warm? { uri: string, firstLine: integer }|nil The document whose window (from `firstLine`) the
 ---                                   suggestions' slot holds now; null: none yet.
 
+---One configured MCP server as `assistant/stats` reports it.
+---@class llama_lsp.McpServerStats
+---@field name string
+---@field source string    Where it is configured: "settings", ".vscode/mcp.json" or ".mcp.json".
+---@field state "stopped"|"starting"|"running"|"failed" "stopped": not started yet (a chat starts it), or
+---                        stopped; "failed": it could not start, or it died.
+---@field tools integer    The tools it lists (its last list while it is down).
+---@field starts integer   Times it was started: one, plus one per restart.
+---@field error string|nil Why it failed, with the last lines it wrote to stderr.
+
+---The MCP servers and the tools a new conversation offers the model.
+---@class llama_lsp.McpStats
+---@field servers llama_lsp.McpServerStats[] In the order of the configuration.
+---@field offered string[]                   The tools a new chat conversation offers, as `server.tool`.
+---@field leftOut string[]                   Tools past the limit of tools per conversation.
+
+---The user's answer to `assistant/confirmToolCall`: run this call; run this tool's calls in this
+---conversation; run this tool's calls while the server runs with this configuration; or not.
+---@alias llama_lsp.ToolCallChoice "allow"|"allowConversation"|"allowAlways"|"deny"
+
+---A call the model wants to make to an MCP tool that does not declare itself read-only.
+---@class llama_lsp.ConfirmToolCallParams
+---@field conversationId string
+---@field server string                The MCP server's name, as configured.
+---@field tool string                  The tool's name, as its server lists it.
+---@field name string                  The tool as the model called it: `server.tool`.
+---@field arguments table<string, any> The call's arguments, checked against the tool's schema.
+---@field description string           The tool's description, as its server gives it.
+
+---@class llama_lsp.ConfirmToolCallResult
+---@field choice llama_lsp.ToolCallChoice
+
 ---The argument of `llamaLsp.showAnswer`.
 ---@class llama_lsp.ShowAnswerArgs
 ---@field conversationId string
@@ -238,6 +271,9 @@ return {
   NEXT_EDIT_REJECTED = "assistant/nextEditRejected",
   ---The server's state (loading, ready, busy, error), sent when it changes.
   STATUS = "assistant/status",
+  ---Asks the user whether a chat's call to an MCP tool that may change something may run. No answer (an
+  ---error, MethodNotFound) is `deny`.
+  CONFIRM_TOOL_CALL = "assistant/confirmToolCall",
   ---Resolves a code action and applies its edit through `workspace/applyEdit`.
   COMMAND_CODE_ACTION = "llamaLsp.codeAction",
   ---The command of an answer in words (Explain): the client shows it as a conversation.

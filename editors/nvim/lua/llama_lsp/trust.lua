@@ -13,6 +13,8 @@ M.UNTRUSTED = {
   verifyCommand = "",
   testDiagnostics = false,
   verifySandbox = "auto",
+  mcpServers = {},
+  mcpWorkspaceServers = false,
 }
 -- end settings
 

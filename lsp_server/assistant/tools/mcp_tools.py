@@ -1,0 +1,259 @@
+"""MCP tools in chat: which a conversation offers the model, under what names, and how a call is run.
+
+A tool is offered as `server.tool`: llama.cpp's tool-call parser and grammar take the dot (the name is a
+JSON string; tests/test_mcp.py has the test model call one), and the server's name, letters, digits, `_`
+and `-` (mcp_config.py), cannot hold one, so the first dot splits it back. Characters of a tool's own
+name outside `[A-Za-z0-9_.-]` become `_`. (OpenAI's own API allows no dot in a function's name; the
+servers a remote backend is, llama-server and vLLM, do not check.)
+
+The offer is fixed per conversation when it starts (its schemas are in the prompt's stable prefix, the
+system message): the built-in tools first, then at most MAX_LOCAL_TOOLS of the servers' (MAX_REMOTE_TOOLS
+with a remote backend), in the order of the configuration and of each server's list, so that two
+conversations with the same configuration share their prefix. A tool list that changes reaches the
+conversations that start after it. A description is cut to MAX_DESCRIPTION_CHARS and a schema's `title`s
+dropped (they cost tokens, say nothing an argument's name does not); the arguments are checked against
+the tool's full input schema (jsonschema) before the call.
+
+A call to a tool that does not declare itself read-only (`readOnlyHint`) asks the user first (the
+`confirm` callback: the language server asks the editor). The answer is remembered as chosen: for this
+call, this conversation, or as long as the server runs with this configuration ("always"). No answer is
+a "deny", and the model reads that the user declined.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import jsonschema
+from jsonschema.exceptions import SchemaError
+
+from .mcp_config import MAX_LOCAL_TOOLS, MAX_REMOTE_TOOLS
+from .mcp_servers import CALL_TIMEOUT_S, McpServers, McpTool
+from .runner import ToolOutcome
+from .schemas import parse_arguments, refuse_schema
+from .workspace_files import ToolError
+
+log = logging.getLogger("llama_lsp.mcp")
+
+__all__ = ["MAX_LOCAL_TOOLS", "MAX_REMOTE_TOOLS", "McpToolbox", "offer"]
+
+SEPARATOR = "."
+MAX_DESCRIPTION_CHARS = 400
+MAX_NAME_CHARS = 64
+
+Choice = Literal["allow", "allowConversation", "allowAlways", "deny"]
+CHOICES: tuple[Choice, ...] = ("allow", "allowConversation", "allowAlways", "deny")
+
+
+@dataclass(frozen=True)
+class OfferedTool:
+    """An MCP tool as a conversation offers it: the name the model writes, its schema for the prompt."""
+
+    name: str
+    tool: McpTool
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Offer:
+    """The MCP tools a new conversation gets, and the ones left out by the limit."""
+
+    tools: tuple[OfferedTool, ...] = ()
+    left_out: tuple[str, ...] = ()
+
+    @property
+    def schemas(self) -> tuple[dict[str, Any], ...]:
+        return tuple(tool.schema for tool in self.tools)
+
+
+def model_name(tool: McpTool) -> str:
+    """`server.tool`, as the model writes it."""
+    own = re.sub(r"[^A-Za-z0-9_.-]", "_", tool.name)
+    return f"{tool.server}{SEPARATOR}{own}"[:MAX_NAME_CHARS]
+
+
+def offer(tools: list[McpTool], limit: int) -> Offer:
+    """The first `limit` tools whose names and schemas can be offered, in the order given."""
+    offered: list[OfferedTool] = []
+    left_out: list[str] = []
+    seen: set[str] = set()
+    for tool in tools:
+        name = model_name(tool)
+        if name in seen:
+            log.info("MCP tool %s of %s left out: its name is taken", tool.name, tool.server)
+            continue
+        try:
+            _validator(tool.input_schema)
+        except SchemaError as exc:
+            log.warning(
+                "MCP tool %s of %s left out: its input schema is invalid: %s", tool.name, tool.server, exc
+            )
+            continue
+        seen.add(name)
+        if len(offered) >= limit:
+            left_out.append(name)
+            continue
+        offered.append(OfferedTool(name, tool, _function_schema(name, tool)))
+    return Offer(tuple(offered), tuple(left_out))
+
+
+def _function_schema(name: str, tool: McpTool) -> dict[str, Any]:
+    description = " ".join(tool.description.split())
+    if len(description) > MAX_DESCRIPTION_CHARS:
+        description = description[: MAX_DESCRIPTION_CHARS - 3].rstrip() + "..."
+    parameters = _compact(copy.deepcopy(tool.input_schema))
+    if not isinstance(parameters, dict) or parameters.get("type") != "object":
+        parameters = {"type": "object", "properties": {}}
+    parameters.setdefault("properties", {})
+    function: dict[str, Any] = {"name": name, "description": description, "parameters": parameters}
+    return {"type": "function", "function": function}
+
+
+_SCHEMA_CHILDREN = ("items", "additionalProperties", "not", "contains")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+
+
+def _compact(schema: Any) -> Any:
+    """The schema without its `title`s and `$schema` (the prompt's copy; the check uses the whole)."""
+    if not isinstance(schema, dict):
+        return schema
+    schema.pop("title", None)
+    schema.pop("$schema", None)
+    for key in _SCHEMA_CHILDREN:
+        if isinstance(schema.get(key), dict):
+            _compact(schema[key])
+    for key in _SCHEMA_LISTS:
+        if isinstance(schema.get(key), list):
+            for item in schema[key]:
+                _compact(item)
+    for key in _SCHEMA_MAPS:
+        if isinstance(schema.get(key), dict):
+            for item in schema[key].values():
+                _compact(item)
+    return schema
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def check_arguments(offered: OfferedTool, arguments: object) -> dict[str, Any]:
+    """The call's arguments, checked against the tool's input schema; a mismatch is the model's to fix."""
+    given = parse_arguments(offered.name, arguments)
+    schema = offered.tool.input_schema
+    required = set(schema.get("required", ()))
+    # Models often spell an omitted optional argument as null.
+    given = {key: value for key, value in given.items() if value is not None or key in required}
+    errors = sorted(_validator(schema).iter_errors(given), key=lambda error: error.path)
+    if not errors:
+        return given
+    properties = schema.get("properties") or {}
+    refuse_schema(offered.name, given, properties)
+    error = jsonschema.exceptions.best_match(errors)
+    where = "".join(f"[{part!r}]" for part in error.absolute_path)
+    expected = ", ".join(properties) or "none"
+    raise ToolError(
+        f"the arguments to {offered.name} do not fit its schema: {where + ' ' if where else ''}"
+        f"{error.message[:300]} (its arguments are: {expected})"
+    )
+
+
+@dataclass(frozen=True)
+class ConsentRequest:
+    """What the user is asked before a call to a tool that may change something."""
+
+    conversation_id: str
+    server: str
+    tool: str  # as its server names it
+    name: str  # as the model called it
+    arguments: dict[str, Any]
+    description: str
+
+
+Confirm = Callable[[ConsentRequest], Awaitable[Choice]]
+
+
+@dataclass
+class Consent:
+    """The user's standing answers: tools allowed in a conversation, and tools always allowed. "Always"
+    lasts while the language server runs and the tool's server keeps its configuration."""
+
+    always: set[tuple[str, str]] = field(default_factory=set)  # (server, tool)
+    conversations: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+
+    def given(self, conversation_id: str, key: tuple[str, str]) -> bool:
+        return key in self.always or key in self.conversations.get(conversation_id, set())
+
+    def remember(self, conversation_id: str, key: tuple[str, str], choice: Choice) -> None:
+        if choice == "allowAlways":
+            self.always.add(key)
+        elif choice == "allowConversation":
+            self.conversations.setdefault(conversation_id, set()).add(key)
+
+    def forget_server(self, server: str) -> None:
+        """The server's configuration changed: what was allowed of the old one is not of the new."""
+        self.always = {key for key in self.always if key[0] != server}
+        for keys in self.conversations.values():
+            keys.difference_update({key for key in keys if key[0] == server})
+
+
+class McpToolbox:
+    """One request's MCP tools: those its conversation offers, run with the user's consent."""
+
+    def __init__(
+        self,
+        conversation_id: str,
+        offered: tuple[OfferedTool, ...],
+        servers: McpServers,
+        consent: Consent,
+        confirm: Confirm,
+        timeout_s: float = CALL_TIMEOUT_S,
+    ) -> None:
+        self.conversation_id = conversation_id
+        self._offered = {tool.name: tool for tool in offered}
+        self._servers = servers
+        self._consent = consent
+        self._confirm = confirm
+        self._timeout_s = timeout_s
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self._offered)
+
+    async def run(self, name: str, arguments: object) -> ToolOutcome:
+        """The outcome of one call; every failure is an outcome the model reads."""
+        offered = self._offered[name]
+        tool = offered.tool
+        try:
+            given = check_arguments(offered, arguments)
+        except ToolError as exc:
+            return ToolOutcome.failed(str(exc))
+        server = self._servers.server(tool.server)
+        if server is None:
+            return ToolOutcome.failed(f"the MCP server {tool.server} is no longer configured")
+        key = (tool.server, tool.name)
+        if not tool.read_only and not self._consent.given(self.conversation_id, key):
+            request = ConsentRequest(
+                self.conversation_id, tool.server, tool.name, name, given, tool.description
+            )
+            choice = await self._confirm(request)
+            if choice == "deny":
+                log.info("the user declined %s(%s)", name, json.dumps(given)[:300])
+                return ToolOutcome.failed(
+                    f"the user declined this call to {name}; it did not run. Do not call it again unless "
+                    "the user asks you to: answer with what you have"
+                )
+            self._consent.remember(self.conversation_id, key, choice)
+        outcome = await server.call(tool.name, given, self._timeout_s)
+        if outcome.ok:
+            return ToolOutcome(outcome.text, found_nothing=not outcome.text.strip())
+        return ToolOutcome.failed(outcome.text)
