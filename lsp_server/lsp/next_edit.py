@@ -51,13 +51,16 @@ class WarmWindow:
 
     uri: str
     first: int
+    key: int  # the messages' hash: a window of the same lines whose text changed is another
     messages: list[dict[str, str]] = field(compare=False)
-    key: int = 0  # the messages' hash: a window of the same lines whose text changed is another
+    # The latest version of the document whose suggestion starts with it (assistant/stats says so: the
+    # eval asks once the window around an edit is read, as a user who typed it would)
+    version: int = field(default=0, compare=False)
 
     @classmethod
-    def of(cls, uri: str, prompt: next_edit.Prompt) -> WarmWindow:
+    def of(cls, uri: str, prompt: next_edit.Prompt, version: int) -> WarmWindow:
         stable = prompt.stable_part
-        return cls(uri, prompt.window_first, stable, hash(tuple(m["content"] for m in stable)))
+        return cls(uri, prompt.window_first, hash(tuple(m["content"] for m in stable)), stable, version)
 
 
 class NextEdits:
@@ -81,7 +84,7 @@ class NextEdits:
         if document is None:
             return
         self.history.opened(uri, self._shown_path(document), document.source)
-        self._warm_window(uri, 0)
+        self._warm_window(uri, 0, document.version or 0)
 
     def changed(self, uri: str) -> None:
         self._supersede(uri)
@@ -92,7 +95,7 @@ class NextEdits:
         hunks = self.history.recent(uri)
         if hunks and hunks[-1].path == self._shown_path(document):
             # The suggestion after this edit starts with the window around it: read it while the user types.
-            self._warm_window(uri, hunks[-1].line)
+            self._warm_window(uri, hunks[-1].line + max(hunks[-1].after_lines - 1, 0), document.version or 0)
 
     def closed(self, uri: str) -> None:
         self._supersede(uri)
@@ -137,7 +140,9 @@ class NextEdits:
         self.counts[kind] += 1
 
     def stats_json(self) -> dict[str, Any]:
-        warm = {"uri": self._warm.uri, "firstLine": self._warm.first} if self._warm is not None else None
+        warm = None
+        if self._warm is not None:
+            warm = {"uri": self._warm.uri, "firstLine": self._warm.first, "version": self._warm.version}
         return {**self.counts, "last": self.last, "warm": warm}
 
     async def _suggest(
@@ -159,7 +164,7 @@ class NextEdits:
         cursor = document.offset_at_position(position)
         prompt = next_edit.build_prompt(history, hunks, params.position.line, cursor)
         if not hunks:  # nothing to follow yet: read the window the next edit's prompt will start with
-            self._warm_window(params.uri, prompt.region.start)
+            self._warm_window(params.uri, params.position.line, params.version)
             return "no edits", None, {}
         engine = self._server.engine
         if engine is not None and engine.queue_length > 0:
@@ -177,7 +182,7 @@ class NextEdits:
         if task.cancelled():
             return "superseded", None, {}
         answer, stats = task.result()
-        self._warm = WarmWindow.of(params.uri, prompt)
+        self._warm = WarmWindow.of(params.uri, prompt, params.version)
         if answer is None:
             return "cancelled", None, stats
         log.debug("next-edit answer: %r", answer)
@@ -227,16 +232,21 @@ class NextEdits:
 
     # ---- warming ----------------------------------------------------------------------------------------
 
-    def _warm_window(self, uri: str, anchor: int) -> None:
-        """Reads the start of the prompt for a suggestion around line `anchor` into the slot, in the
-        background (it yields to any request)."""
+    def _warm_window(self, uri: str, cursor_line: int, version: int) -> None:
+        """Reads the start of the prompt of a suggestion asked with the cursor on `cursor_line` into the
+        slot, in the background (it yields to any request)."""
         if not self._server.settings.next_edit or not self._server.settings.warm:
             return
         history = self.history.get(uri)
         if history is None:
             return
-        wanted = WarmWindow.of(uri, next_edit.build_prompt(history, [], anchor, 0))
-        if wanted in (self._warm, self._warming and self._warming[0]):
+        prompt = next_edit.build_prompt(history, self.history.recent(uri), cursor_line, 0)
+        wanted = WarmWindow.of(uri, prompt, version)
+        if wanted == self._warm:
+            self._warm = wanted  # held already: now for this version too
+            return
+        if self._warming is not None and self._warming[0] == wanted:
+            self._warming = (wanted, self._warming[1])  # being read: for this version too
             return
         if self._warming is not None:
             self._warming[1].cancel()
@@ -253,8 +263,8 @@ class NextEdits:
             except asyncio.CancelledError:
                 job.cancel()  # the engine keeps what it read
                 raise
-            if result.finish_reason == "stop":
-                self._warm = wanted
+            if result.finish_reason == "stop" and self._warming is not None:
+                self._warm = self._warming[0]  # `wanted`, for the latest version that asked for it
         except (EngineError, Exception) as exc:  # no model yet, no free slot: nothing to warm
             log.debug("not warming the next-edit window of %s: %s", wanted.uri, exc)
         finally:

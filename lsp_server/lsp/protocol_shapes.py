@@ -347,8 +347,9 @@ NextEditStats = Interface(
         ),
         optional(
             "warm",
-            nullable(obj(field("uri", STRING), field("firstLine", INTEGER))),
-            "The document whose window (from `firstLine`) the suggestions' slot holds now; null: none yet.",
+            nullable(obj(field("uri", STRING), field("firstLine", INTEGER), field("version", INTEGER))),
+            "The start of a suggestion's prompt the slot holds now: the window of `uri` from `firstLine`, "
+            "which a suggestion for `version` starts with (read while the user typed); null: none yet.",
         ),
     ),
 )

@@ -375,8 +375,11 @@ export interface NextEditStats {
    * `outcome`); null before the first.
    */
   last: Record<string, unknown> | null;
-  /** The document whose window (from `firstLine`) the suggestions' slot holds now; null: none yet. */
-  warm?: { uri: string; firstLine: number } | null;
+  /**
+   * The start of a suggestion's prompt the slot holds now: the window of `uri` from `firstLine`, which a
+   * suggestion for `version` starts with (read while the user typed); null: none yet.
+   */
+  warm?: { uri: string; firstLine: number; version: number } | null;
 }
 
 /** One configured MCP server as `assistant/stats` reports it. */

@@ -189,8 +189,10 @@
 ---@field last table<string, any>|nil The last request's figures (`tMs`, `nPrompt`, `nEvaluated`,
 ---                                   `nGenerated`, `nDrafted`, `nAccepted`, `outcome`); null before the
 ---                                   first.
----@field warm? { uri: string, firstLine: integer }|nil The document whose window (from `firstLine`) the
----                                   suggestions' slot holds now; null: none yet.
+---@field warm? { uri: string, firstLine: integer, version: integer }|nil The start of a suggestion's prompt
+---                                   the slot holds now: the window of `uri` from `firstLine`, which a
+---                                   suggestion for `version` starts with (read while the user typed); null:
+---                                   none yet.
 
 ---One configured MCP server as `assistant/stats` reports it.
 ---@class llama_lsp.McpServerStats
