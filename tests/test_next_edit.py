@@ -302,6 +302,20 @@ async def test_an_edit_supersedes_the_suggestion_being_computed(client: Assistan
 
 
 @pytestmark_lsp
+async def test_a_document_closed_while_its_suggestion_is_computed_gets_null(
+    client: AssistantClient, tmp_path: Path
+):
+    long = "".join(f"def g{n}(price, tax_rate):\n    return price * (1 + tax_rate)\n\n" for n in range(60))
+    uri = open_text(client, tmp_path / "closing.py", long)
+    replace(client, uri, 2, 0, 14, 22, "tax")
+    pending = ask(client, uri, 2, 0, 17)
+    await asyncio.sleep(0.3)
+    close(client, uri)
+    assert await asyncio.wait_for(pending, 60) is None
+    assert (await next_edit_stats(client))["last"]["outcome"] in ("superseded", "stale")
+
+
+@pytestmark_lsp
 async def test_bad_params_get_an_error_that_names_the_field(client: AssistantClient, tmp_path: Path):
     uri = open_text(client, tmp_path / "bad.py", PRICE)
     with pytest.raises(JsonRpcException, match=r"textDocument\.version"):
