@@ -136,9 +136,9 @@ def test_the_window_of_the_file_stays_the_same_while_the_cursor_moves_within_a_s
 
 
 def suggest(
-    before: str, after: str, answer_region: str, cursor_line: int = 0
+    before: str, after: str, answer_region: str, cursor_line: int = 0, path: str = "price.py"
 ) -> list[next_edit.TextEdit] | None:
-    history = history_of(before, after)
+    history = history_of(before, after, path=path)
     document = history.get("uri")
     assert document is not None
     prompt = next_edit.build_prompt(document, history.recent("uri"), cursor_line, 0)
@@ -169,6 +169,10 @@ def test_no_suggestion_for_the_region_unchanged_an_undo_or_code_that_no_longer_p
     assert suggest(PRICE, RENAMED, PRICE) is None  # the user's rename undone
     broken = RENAMED.replace("return subtotal * (1 + tax_rate)", "return subtotal * (1 + tax")
     assert suggest(PRICE, RENAMED, broken) is None
+    lost = RENAMED.replace("    return subtotal * (1 + tax_rate)\n", "</|editable_region_end|>\n")
+    # A marker written wrong: the model lost the format (in a file no parser checks).
+    assert suggest(PRICE, RENAMED, lost, path="notes.txt") is None
+    assert suggest(PRICE, RENAMED, RENAMED.replace("(1 + tax_rate)", "(1 + tax)"), path="notes.txt")
 
 
 def test_a_file_whose_last_line_has_no_line_ending_keeps_it_so():

@@ -42,6 +42,7 @@ MARK_CURSOR = True
 START = "<|editable_region_start|>"
 END = "<|editable_region_end|>"
 CURSOR = "<|user_cursor_is_here|>"
+MARKER_NAME = re.compile(r"editable_region|user_cursor_is_here")
 
 SYSTEM = (
     "You predict the next edit a programmer will make to their code. You are shown a part of a file as it "
@@ -357,6 +358,8 @@ def suggestion(history: DocumentHistory, prompt: Prompt, answer: str) -> list[Te
         written = written[:-1]  # the file's last line, which has no line ending
     if region.text.strip() and not written.strip():
         return None  # the model wrote nothing: not a suggestion to delete the region
+    if MARKER_NAME.search(written) and not MARKER_NAME.search(region.text):
+        return None  # a marker written wrong ("</|editable_region_end|>"): the model lost the format
     region_start = sum(len(line) for line in split_lines(history.text)[: region.start])
     edits = _edits(region.text, written, region_start)
     if not edits:
