@@ -105,6 +105,32 @@ def test_the_region_goes_to_the_next_place_a_renamed_word_is_left_when_it_is_far
     assert (anchor, at_cursor) == (23, False)
 
 
+def test_the_rest_of_a_rename_needs_no_model():
+    history = history_of(PRICE, RENAMED)
+    document = history.get("uri")
+    assert document is not None
+    edits = next_edit.rest_of_rename(document, history.recent("uri"), RENAMED.index("tax)") + 3)
+    assert edits is not None
+    assert next_edit.apply_edits(RENAMED, edits) == PRICE.replace("tax_rate", "tax")
+    # Accepted, it is the same edit again: nothing is left to rename.
+    history.changed("uri", "price.py", next_edit.apply_edits(RENAMED, edits))
+    document = history.get("uri")
+    assert document is not None
+    assert next_edit.rest_of_rename(document, history.recent("uri"), 0) is None
+
+
+def test_an_edit_that_is_no_rename_is_left_to_the_model():
+    before = 'HOST = os.environ["HOST"]\nPORT = os.environ["PORT"]\n'
+    after = before.replace('os.environ["HOST"]', 'os.environ.get("HOST")')
+    history = history_of(before, after)
+    document = history.get("uri")
+    assert document is not None
+    assert next_edit.rest_of_rename(document, history.recent("uri"), 0) is None
+    count = history_of("n = 10\nm = 10\n", "n = 20\nm = 10\n")  # a value, not a name
+    document = count.get("uri")
+    assert document is not None and next_edit.rest_of_rename(document, count.recent("uri"), 0) is None
+
+
 # ---- the prompt ----------------------------------------------------------------------------------------
 
 
@@ -259,6 +285,15 @@ async def next_edit_stats(client: AssistantClient) -> dict:
     return (await client.request(protocol.STATS, {}))["nextEdit"]
 
 
+async def window_read(client: AssistantClient, uri: str, version: int) -> None:
+    """Until the server has read the start of the prompt a suggestion for this version begins with."""
+    for _ in range(600):
+        if (await next_edit_stats(client))["warm"] == {"uri": uri, "firstLine": 0, "version": version}:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the window of {uri} was not read: {await next_edit_stats(client)}")
+
+
 @pytestmark_lsp
 async def test_a_rename_is_followed_where_the_old_name_is_left(client: AssistantClient, tmp_path: Path):
     uri = open_text(client, tmp_path / "price.py", PRICE)
@@ -266,11 +301,13 @@ async def test_a_rename_is_followed_where_the_old_name_is_left(client: Assistant
     suggestion = await ask(client, uri, 2, 0, 26)
     assert suggestion is not None, await next_edit_stats(client)
     assert suggestion["edits"] == [
-        {"range": {"start": {"line": 2, "character": 30}, "end": {"line": 2, "character": 35}}, "newText": ""}
+        {
+            "range": {"start": {"line": 2, "character": 27}, "end": {"line": 2, "character": 35}},
+            "newText": "tax",
+        }
     ]
     stats = await next_edit_stats(client)
-    assert stats["last"]["outcome"] == "suggested"
-    assert stats["last"]["nEvaluated"] < stats["last"]["nPrompt"]  # the file's window was read before
+    assert stats["last"]["outcome"] == "rename"  # no model needed
     for method in (protocol.NEXT_EDIT_SHOWN, protocol.NEXT_EDIT_ACCEPTED, protocol.NEXT_EDIT_ACCEPTED):
         client.protocol.notify(method, {"id": suggestion["id"]})
     client.protocol.notify(protocol.NEXT_EDIT_REJECTED, {"id": "ne-unknown"})
@@ -278,6 +315,39 @@ async def test_a_rename_is_followed_where_the_old_name_is_left(client: Assistant
     # Each kind of feedback counts once per suggestion; an id the server never gave counts nothing.
     assert (after["shown"] - stats["shown"], after["accepted"] - stats["accepted"]) == (1, 1)
     assert after["rejected"] == stats["rejected"]
+    close(client, uri)
+
+
+ENVIRON = """import os
+
+HOST = os.environ["HOST"]
+PORT = os.environ["PORT"]
+USER = os.environ["USER"]
+"""
+
+
+@pytestmark_lsp
+async def test_the_model_makes_the_same_change_to_the_next_line(client: AssistantClient, tmp_path: Path):
+    uri = open_text(client, tmp_path / "environ.py", ENVIRON)
+    replace(client, uri, 2, 2, 7, 25, 'os.environ.get("HOST")')
+    await window_read(client, uri, 2)  # as while the user typed the edit
+    suggestion = await ask(client, uri, 2, 2, 29)
+    stats = await next_edit_stats(client)
+    assert stats["last"]["outcome"] == "suggested", stats
+    assert stats["last"]["nEvaluated"] < stats["last"]["nPrompt"]  # the file's window was read before
+    text = ENVIRON.replace('os.environ["HOST"]', 'os.environ.get("HOST")')
+    lines = text.split("\n")
+    offsets = [sum(len(line) + 1 for line in lines[:n]) for n in range(len(lines))]
+    for edit in reversed(suggestion["edits"]):
+        start, end = edit["range"]["start"], edit["range"]["end"]
+        assert start["line"] >= 3, suggestion  # below the user's edit, which stays
+        text = (
+            text[: offsets[start["line"]] + start["character"]]
+            + edit["newText"]
+            + text[offsets[end["line"]] + end["character"] :]
+        )
+    # The same change to the next line (and maybe the one after it: the 0.5B model does both).
+    assert 'PORT = os.environ.get("PORT")\n' in text, suggestion
     close(client, uri)
 
 
@@ -296,10 +366,10 @@ async def test_a_stale_version_and_a_document_with_no_edits_get_null(client: Ass
 async def test_an_edit_supersedes_the_suggestion_being_computed(client: AssistantClient, tmp_path: Path):
     long = "".join(f"def f{n}(price, tax_rate):\n    return price * (1 + tax_rate)\n\n" for n in range(60))
     uri = open_text(client, tmp_path / "long.py", long)
-    replace(client, uri, 2, 0, 14, 22, "tax")
-    pending = ask(client, uri, 2, 0, 17)
+    replace(client, uri, 2, 1, 20, 21, "2")  # a value changed: the model answers (a rename needs none)
+    pending = ask(client, uri, 2, 1, 21)
     await asyncio.sleep(0.3)
-    replace(client, uri, 3, 0, 14, 17, "rate")
+    replace(client, uri, 3, 1, 20, 21, "3")
     assert await asyncio.wait_for(pending, 60) is None
     assert (await next_edit_stats(client))["last"]["outcome"] in ("superseded", "stale")
     close(client, uri)
@@ -311,8 +381,8 @@ async def test_a_document_closed_while_its_suggestion_is_computed_gets_null(
 ):
     long = "".join(f"def g{n}(price, tax_rate):\n    return price * (1 + tax_rate)\n\n" for n in range(60))
     uri = open_text(client, tmp_path / "closing.py", long)
-    replace(client, uri, 2, 0, 14, 22, "tax")
-    pending = ask(client, uri, 2, 0, 17)
+    replace(client, uri, 2, 1, 20, 21, "2")
+    pending = ask(client, uri, 2, 1, 21)
     await asyncio.sleep(0.3)
     close(client, uri)
     assert await asyncio.wait_for(pending, 60) is None

@@ -13,6 +13,10 @@ The prompt is laid out stable-first, so that a request evaluates little more tha
    engine drafts from the region it is copying.
 The suggestion is the difference between the region and the model's version of it. No change, a change
 that undoes the user's last edit, or one after which a text that parsed no longer does: no suggestion.
+
+One edit needs no model: the rest of a rename (one identifier replaced by another, the old one still in
+the file) is suggested where the old name stands next (rest_of_rename), at once: on the eval's real
+commits the small models finish renames less often than this rule does (docs/quality.md).
 """
 
 from __future__ import annotations
@@ -250,6 +254,34 @@ def region_anchor(text: str, cursor_line: int, hunks: list[Hunk], path: str) -> 
         return cursor_line, True
     after = [n for n in found if n > cursor_line]
     return (after[0] if after else found[-1]), False
+
+
+IDENTIFIER = re.compile(r"[^\W\d]\w*")
+
+
+def rest_of_rename(history: DocumentHistory, hunks: list[Hunk], cursor_offset: int) -> list[TextEdit] | None:
+    """The rest of a rename, without the model: where the user's last edit in this file replaced one
+    identifier by another and the old one still stands elsewhere in the file as a whole word, its next
+    occurrence after the cursor (else the nearest one before it) renamed the same way. Accepting it makes
+    the same edit again, so the suggestion after it is the occurrence after that, until none is left.
+    None where the last edit is no rename (the model decides then)."""
+    own = [hunk for hunk in hunks if hunk.path == history.path]
+    replaced = substitution(own[-1]) if own else None
+    if replaced is None or not all(IDENTIFIER.fullmatch(name) for name in replaced):
+        return None
+    old, new = replaced
+    starts = [match.start() for match in _whole_word(old).finditer(history.text)]
+    after = [start for start in starts if start >= cursor_offset]
+    before = [start for start in starts if start < cursor_offset]
+    if not starts:
+        return None
+    at = after[0] if after else before[-1]
+    edits = [TextEdit(at, at + len(old), new)]
+    suffix = PurePosixPath(history.path).suffix
+    renamed = apply_edits(history.text, edits)
+    if languages.parses(suffix, renamed) is False and languages.parses(suffix, history.text) is not False:
+        return None
+    return edits
 
 
 def editable_region(text: str, anchor: int, cursor_offset: int | None) -> Region:

@@ -166,6 +166,9 @@ class NextEdits:
         if not hunks:  # nothing to follow yet: read the window the next edit's prompt will start with
             self._warm_window(params.uri, params.position.line, params.version)
             return "no edits", None, {}
+        renamed = next_edit.rest_of_rename(history, hunks, cursor)
+        if renamed is not None:
+            return "rename", self._offer(document, renamed), {}
         engine = self._server.engine
         if engine is not None and engine.queue_length > 0:
             return "busy", None, {}  # an answer runs: a suggestion yields to it
@@ -191,10 +194,13 @@ class NextEdits:
         edits = next_edit.suggestion(history, prompt, answer)
         if not edits:
             return "no change", None, stats
+        return "suggested", self._offer(document, edits), stats
+
+    def _offer(self, document: TextDocument, edits: list[next_edit.TextEdit]) -> dict[str, Any]:
+        """The suggestion as the client gets it, under a new id."""
         suggestion_id = f"ne-{next(self._ids)}"
         self._remember(suggestion_id)
-        shown = [_text_edit(document, edit) for edit in edits]
-        return "suggested", {"edits": shown, "id": suggestion_id}, stats
+        return {"edits": [_text_edit(document, edit) for edit in edits], "id": suggestion_id}
 
     async def _generate(self, prompt: next_edit.Prompt) -> tuple[str | None, dict[str, Any]]:
         """The model's answer, complete up to the region's closing marker (None: cut short or stopped for
