@@ -30,7 +30,7 @@ from . import languages
 from .edits import changed_region, split_lines
 
 REGION_ABOVE = 2  # lines of the editable region above its anchor (the cursor's line)
-REGION_BELOW = 5  # and below it
+REGION_BELOW = 8  # and below it (the next edit is more often below the last one than above)
 WINDOW_LINES = 64  # lines of the file shown before the edits, at most
 WINDOW_STEP = 32  # the window's first line moves in steps of this many lines (a stable prompt prefix)
 WINDOW_CHARS = 4_000  # and characters, at most: a file of long lines shows fewer of them
@@ -41,12 +41,10 @@ MAX_TEXT_CHARS = 2_000_000  # a larger document gets no suggestions (its history
 RESYNC_LINES = 3  # lines copied again after a change that end an answer (Copying)
 ANSWER_SLACK_TOKENS = 48  # the answer may be this much longer than the region (in tokens, estimated)
 CHARS_PER_TOKEN = 3  # for estimating, on code
-MARK_CURSOR = True
 
 START = "<|editable_region_start|>"
 END = "<|editable_region_end|>"
-CURSOR = "<|user_cursor_is_here|>"
-MARKER_NAME = re.compile(r"editable_region|user_cursor_is_here")
+MARKER_NAME = re.compile(r"editable_region")
 
 SYSTEM = (
     "You predict the next edit a programmer will make to their code. You are shown a part of a file as it "
@@ -333,9 +331,8 @@ def build_prompt(history: DocumentHistory, hunks: list[Hunk], cursor_line: int, 
         f"```{fence}\n{shown}{'' if shown.endswith(chr(10)) or not shown else chr(10)}```"
     )
     edits = "\n\n".join(_hunk_block(hunk) for hunk in hunks)
+    # No cursor marker inside the region: both models tried stopped copying where it stood.
     region_text = region.text
-    if region.cursor is not None and MARK_CURSOR:
-        region_text = region_text[: region.cursor] + CURSOR + region_text[region.cursor :]
     where = "around my cursor" if region.cursor is not None else "where my last edit may apply next"
     edits_message = (
         f"My recent edits, oldest first:\n\n{edits}\n\n"
@@ -455,13 +452,13 @@ class Copying:
 
 def _region_written(answer: str) -> str:
     """The region as the model wrote it: after the opening marker, up to the closing one (where the
-    answer holds it: the request stops before it), without the cursor's marker."""
+    answer holds it: the request stops before it)."""
     if answer.startswith(START):
         answer = answer[len(START) :]
         if answer.startswith("\n"):
             answer = answer[1:]
     end = answer.find(END)
-    return (answer if end < 0 else answer[:end]).replace(CURSOR, "")
+    return answer if end < 0 else answer[:end]
 
 
 def _edits(old: str, new: str, offset: int) -> list[TextEdit]:
