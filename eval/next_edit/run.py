@@ -5,12 +5,13 @@ the first hunk of its diff, the expected next edit the second; a file whose diff
 expects no suggestion. One real server serves the whole run (the model loads once), driven through
 the headless client as an editor drives it. Per case, in a fresh folder of the run's workspace:
 
-1. `didOpen` the file as it was at the parent (version 1), then wait until the server has read it
-   into its next-edit slot (`assistant/stats`: engine.slots has key "next-edit" with tokens, and
-   nextEdit.warm names the document; a server that does not say: the slot's tokens changed since the
-   last case and the same on two polls in a row); after WARM_TIMEOUT_S the case goes on, marked cold;
-2. `didChange` with the user's edit (version 2, one range change), then `assistant/nextEdit` at the
-   cursor where the user's typing ended, timed from the request to its answer;
+1. `didOpen` the file as it was at the parent (version 1), then `didChange` with the user's edit
+   (version 2, one range change);
+2. wait until the server has read the start of the prompt a suggestion for version 2 begins with
+   (`assistant/stats` nextEdit.warm names the document and version 2), as it does while a user types
+   the edit: the latency measured is a warm file's; after WARM_TIMEOUT_S the case goes on, marked
+   cold; then `assistant/nextEdit` at the cursor where the user's typing ended, timed from the
+   request to its answer;
 3. a suggestion is applied to the text after the user's edit and scored, then `assistant/nextEditShown`
    and `assistant/nextEditRejected` are sent for it; `assistant/stats` nextEdit.last gives the
    request's tokens; `didClose`.
@@ -63,7 +64,6 @@ LOAD_TIMEOUT_S = 300
 WARM_TIMEOUT_S = 300
 WARM_POLL_S = 0.5
 REQUEST_TIMEOUT_S = 300
-NEXT_EDIT_SLOT = "next-edit"
 METHOD_NOT_FOUND = -32601
 LANGUAGE_IDS = {"python": "python", "go": "go"}
 
@@ -155,14 +155,6 @@ class Outcome:
     last: dict[str, Any] = field(default_factory=dict)  # nextEdit.last as the server gave it
 
 
-def slot_tokens(stats: dict[str, Any]) -> int | None:
-    """The tokens the next-edit slot holds, or None where the engine has no such slot."""
-    for slot in (stats.get("engine") or {}).get("slots") or []:
-        if slot.get("key") == NEXT_EDIT_SLOT:
-            return int(slot.get("n_tokens") or 0)
-    return None
-
-
 class NextEditSession:
     """One server for the run: the model loads once; each case opens, edits, asks and closes its file."""
 
@@ -186,23 +178,14 @@ class NextEditSession:
         result: dict[str, Any] = await self.client.request(protocol.STATS, None)
         return result
 
-    async def wait_warm(self, uri: str, before: int | None, timeout_s: float) -> bool:
-        """Until the next-edit slot holds tokens of this document: where the server names the document
-        its slot holds (stats nextEdit.warm.uri), that one; else a count other than `before` (the last
-        case's), the same on two polls in a row (warming reads in chunks). False after timeout_s."""
+    async def wait_warm(self, uri: str, version: int, timeout_s: float) -> bool:
+        """Until the server has read the start of the prompt a suggestion for this version of the document
+        begins with (stats nextEdit.warm), as it does while a user types the edit. False after timeout_s."""
         deadline = time.monotonic() + timeout_s
-        seen: int | None = None
         while time.monotonic() < deadline:
-            stats = await self.stats()
-            tokens = slot_tokens(stats)
-            next_edit = stats.get("nextEdit") or {}
-            if "warm" in next_edit:
-                if tokens and (next_edit["warm"] or {}).get("uri") == uri:
-                    return True
-            elif tokens and tokens != before:
-                if tokens == seen:
-                    return True
-                seen = tokens
+            warm = (await self.stats()).get("nextEdit", {}).get("warm") or {}
+            if warm.get("uri") == uri and warm.get("version") == version:
+                return True
             await asyncio.sleep(WARM_POLL_S)
         return False
 
@@ -211,16 +194,12 @@ class NextEditSession:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(case["before"], encoding="utf-8")
         uri = path.as_uri()
-        tokens_before = slot_tokens(await self.stats())
         self.client.text_document_did_open(
             types.DidOpenTextDocumentParams(
                 types.TextDocumentItem(uri, LANGUAGE_IDS[case["language"]], 1, case["before"])
             )
         )
         try:
-            started = time.monotonic()
-            outcome.cold = not await self.wait_warm(uri, tokens_before, warm_timeout_s)
-            outcome.t_warm_s = time.monotonic() - started
             user = case["user_edit"]
             start, end = line_range_offsets(case["before"], user["start_line"], user["end_line"])
             change = lsp_range(case["before"], start, end)
@@ -237,6 +216,9 @@ class NextEditSession:
                     ],
                 )
             )
+            started = time.monotonic()
+            outcome.cold = not await self.wait_warm(uri, 2, warm_timeout_s)
+            outcome.t_warm_s = time.monotonic() - started
             params = {"textDocument": {"uri": uri, "version": 2}, "position": case["cursor"]}
             started = time.monotonic()
             try:
