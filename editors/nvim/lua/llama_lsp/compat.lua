@@ -12,6 +12,14 @@ function M.request(client, method, params, handler, bufnr)
   return client.request(method, params, handler, bufnr)
 end
 
+---@return { err: lsp.ResponseError?, result: any }? response, string? err
+function M.request_sync(client, method, params, timeout_ms, bufnr)
+  if methods then
+    return client:request_sync(method, params, timeout_ms, bufnr)
+  end
+  return client.request_sync(method, params, timeout_ms, bufnr)
+end
+
 function M.notify(client, method, params)
   if methods then
     return client:notify(method, params)

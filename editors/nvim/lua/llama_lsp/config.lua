@@ -238,6 +238,13 @@ function M.server_settings()
   if settings.backend == nil then
     settings.backend = "local"
   end
+  -- vim.json writes an empty table as `[]`: an MCP server's `env = {}` would reach the server as a list,
+  -- no object of strings, and the server would refuse the whole `mcpServers` setting.
+  for _, server in pairs(type(settings.mcpServers) == "table" and settings.mcpServers or {}) do
+    if type(server) == "table" and type(server.env) == "table" and vim.tbl_isempty(server.env) then
+      server.env = vim.empty_dict()
+    end
+  end
   settings.completion = M.options.completion.enabled
   settings.completionTimeBudgetMs = math.floor(M.options.completion.time_budget_ms)
   return settings

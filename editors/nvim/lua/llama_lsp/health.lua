@@ -1,7 +1,9 @@
 ---`:checkhealth llama_lsp`: which server is found and where (the setting, PATH, a .venv, :LlamaInstall),
 ---does it start and which version, is the model there and loaded, do checks run (which folders are
----trusted), are inline completion and next-edit suggestions on and offered.
+---trusted), are inline completion and next-edit suggestions on and offered, which MCP servers run (and
+---why one failed).
 local config = require("llama_lsp.config")
+local mcp = require("llama_lsp.mcp")
 local protocol = require("llama_lsp.protocol")
 local server = require("llama_lsp.server")
 local trust = require("llama_lsp.trust")
@@ -164,6 +166,40 @@ local function check_next_edit()
   health.info(text)
 end
 
+---The MCP servers of one running server (`assistant/stats`' `mcp`): running with their tool counts, one
+---that failed with why, those configured but withheld (an untrusted folder).
+---@param client vim.lsp.Client
+---@param where string
+local function check_mcp(client, where)
+  local stats, why = mcp.stats(client)
+  if not stats then
+    health.info(string.format("%s: MCP servers unknown: %s", where, why))
+    return
+  end
+  if #(stats.servers or {}) == 0 then
+    if client.root_dir and not trust.is_trusted(client.root_dir) then
+      health.info(
+        string.format(
+          "%s: no MCP server starts: the folder is not trusted (:LlamaTrust lets `mcpServers` and the "
+            .. "folder's own .mcp.json and .vscode/mcp.json start there)",
+          where
+        )
+      )
+    else
+      health.info(string.format("%s: no MCP servers configured (see :help llama_lsp-mcp)", where))
+    end
+    return
+  end
+  for _, line in ipairs(mcp.health_lines(stats)) do
+    local text = string.format("%s: %s", where, line.text)
+    if line.level == "error" then
+      health.error(text, { "Run its command in a shell to see it fail; the server's log (:LspLog) has more" })
+    else
+      health[line.level](text)
+    end
+  end
+end
+
 local function check_clients()
   local clients = vim.lsp.get_clients({ name = protocol.CLIENT_NAME })
   if #clients == 0 then
@@ -198,6 +234,7 @@ local function check_clients()
     else
       health.info(string.format("%s: does not offer inline completion", where))
     end
+    check_mcp(client, where)
   end
 end
 

@@ -104,7 +104,12 @@ function M.attach(bufnr)
     init_options = settings,
     -- The server pulls its `llamaLsp` section with workspace/configuration.
     settings = { llamaLsp = settings },
-    handlers = { [protocol.STATUS] = on_status, ["$/progress"] = on_progress },
+    handlers = {
+      [protocol.STATUS] = on_status,
+      ["$/progress"] = on_progress,
+      -- A chat's call of an MCP tool that may change something asks the user first (vim.ui.select).
+      [protocol.CONFIRM_TOOL_CALL] = require("llama_lsp.mcp").on_confirm_tool_call,
+    },
     on_init = function(client)
       -- Code actions report whether their edit was checked (verifyCommand).
       require("llama_lsp.verification").watch(client)

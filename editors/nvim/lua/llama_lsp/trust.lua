@@ -1,7 +1,8 @@
----Folder trust: the settings that make the server run a folder's own code (its tests, its conftest.py)
----reach the server only for a folder the user has trusted, as VS Code's workspace trust does for the
----extension. The decision lives in Neovim's own trust database (|vim.secure|, `:trust`), one entry per
----folder, so it is remembered across restarts and shared with whatever else reads that database.
+---Folder trust: the settings that make the server run a folder's own code (its tests, its conftest.py) or
+---start commands (the MCP servers of `mcpServers` and of the folder's .mcp.json) reach the server only for
+---a folder the user has trusted, as VS Code's workspace trust does for the extension. The decision lives in
+---Neovim's own trust database (|vim.secure|, `:trust`), one entry per folder, so it is remembered across
+---restarts and shared with whatever else reads that database.
 local config = require("llama_lsp.config")
 
 local M = {}
@@ -75,8 +76,8 @@ function M.for_folder(settings, folder)
   return vim.tbl_extend("force", settings, M.UNTRUSTED)
 end
 
----Why the checks that the settings ask for do not run in a folder, with the fix; nil when they run (it
----is trusted) or when the settings ask for none.
+---Why the checks (and the MCP servers) that the settings ask for do not run in a folder, with the fix; nil
+---when they run (it is trusted) or when the settings ask for none.
 ---@param folder string
 ---@return string?
 function M.note(folder)
@@ -84,10 +85,12 @@ function M.note(folder)
   if vim.deep_equal(M.for_folder(settings, folder), settings) then
     return nil
   end
+  -- MCP servers are named only where some are configured: otherwise nothing of them is held back.
+  local what = vim.tbl_isempty(settings.mcpServers or {}) and "checks" or "checks and MCP servers"
   if not M.SUPPORTED then
-    return string.format("checks are off in %s: %s", folder, M.UNSUPPORTED)
+    return string.format("%s are off in %s: %s", what, folder, M.UNSUPPORTED)
   end
-  return string.format("checks are off in %s: it is not trusted; :LlamaTrust to trust it", folder)
+  return string.format("%s are off in %s: it is not trusted; :LlamaTrust to trust it", what, folder)
 end
 
 ---Tell the user, once per folder and session, that its checks are off and how to turn them on.
