@@ -390,6 +390,22 @@ async def test_a_document_closed_while_its_suggestion_is_computed_gets_null(
 
 
 @pytestmark_lsp
+async def test_a_chat_goes_first_and_stops_the_suggestion_being_computed(
+    client: AssistantClient, tmp_path: Path
+):
+    long = "".join(f"def h{n}(price, tax_rate):\n    return price * (1 + tax_rate)\n\n" for n in range(60))
+    uri = open_text(client, tmp_path / "chatting.py", long)
+    replace(client, uri, 2, 1, 20, 21, "2")
+    pending = ask(client, uri, 2, 1, 21)
+    await asyncio.sleep(0.3)
+    answer = await client.request(protocol.CHAT, {"message": "Answer with one word: hello."})
+    assert answer["content"].strip()
+    assert await asyncio.wait_for(pending, 60) is None
+    assert (await next_edit_stats(client))["last"]["outcome"] == "cancelled"
+    close(client, uri)
+
+
+@pytestmark_lsp
 async def test_bad_params_get_an_error_that_names_the_field(client: AssistantClient, tmp_path: Path):
     uri = open_text(client, tmp_path / "bad.py", PRICE)
     with pytest.raises(JsonRpcException, match=r"textDocument\.version"):

@@ -319,7 +319,10 @@ class Engine:
         return list(result["tokens"])
 
     async def render(self, request: ChatRequest) -> str | None:
-        result = await self._enqueue(lambda engine, _job: engine.tokenize(request.to_native())).wait()
+        # Urgent: a chat's first turn renders before it asks, and must not wait for a suggestion to end.
+        result = await self._enqueue(
+            lambda engine, _job: engine.tokenize(request.to_native()), urgent=True
+        ).wait()
         return str(result["prompt"])
 
     async def info(self) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 the server saw through didChange (assistant.next_edit has the text rules).
 
 A suggestion is computed in its own slot of the engine ("next-edit"), queued and stopped as a completion
-is: chat goes first, and a suggestion never waits behind an answer (the engine busy with one: null at
-once). A newer request for the same document, or an edit to it, supersedes the one being computed, which
+is: it waits while a chat answer or a code action runs, and one that arrives stops it at its next token.
+A newer request for the same document, or an edit to it, supersedes the one being computed, which
 then answers null; so does a request about a version that is not the document's. The window of the file
 a prompt starts with is read into the slot in the background when a document opens, and when a request
 finds nothing to follow yet, so that the suggestion after the next edit evaluates little more than it.
@@ -169,9 +169,6 @@ class NextEdits:
         renamed = next_edit.rest_of_rename(history, hunks, cursor)
         if renamed is not None:
             return "rename", self._offer(document, renamed), {}
-        engine = self._server.engine
-        if engine is not None and engine.queue_length > 0:
-            return "busy", None, {}  # an answer runs: a suggestion yields to it
         task = asyncio.ensure_future(self._generate(prompt))
         self._running[params.uri] = task
         try:
