@@ -1,6 +1,6 @@
 """Command line of `python -m bench` (`make bench`): the engine's four measurements and their summary
 table, then our server against llama-server (versus.py) and the cold prefill speeds, what a check
-adds (checks.py) and what the workspace index costs (index.py).
+adds (checks.py), what the workspace index costs (index.py) and next-edit suggestions (next_edit.py).
 
 Each part that runs replaces its own section of docs/performance.md (harness/report.py), keyed by the
 part and the model, as soon as it is done: `--only` writes only the parts it runs, `--quick` (a random
@@ -18,7 +18,7 @@ from pathlib import Path
 from harness import report
 from lsp_server.engine import models
 
-from . import checks, index, rewrite, versus
+from . import checks, index, next_edit, rewrite, versus
 from .baseline import find_decode_loop
 from .parts import (
     Row,
@@ -91,7 +91,7 @@ def run(settings: Settings, label: str) -> report.Section:
     )
 
 
-PARTS = ("engine", "versus", "backends", "prefill", "typing", "rewrite", "check", "index")
+PARTS = ("engine", "versus", "backends", "prefill", "typing", "rewrite", "check", "index", "next-edit")
 
 
 def against_llama_server(plan: versus.Plan, parts: set[str], quick: bool) -> list[report.Section]:
@@ -134,7 +134,9 @@ def main(argv: list[str] | None = None) -> None:
         "(W): a code action's block with and without drafting, and on llama-server's drafting settings "
         "(the default model), check (K): what a check adds to the tests it runs (no model), index (I): the "
         "workspace index's build, reload, update, query and memory at 1 thread on the standard library, and "
-        "a chat's first token while it builds",
+        "a chat's first token while it builds, next-edit (N): a suggestion's latency on a warm file at 1 "
+        "thread against llama-server sent the same prompts, and completion and chat with suggestions off "
+        "and on (the test model, or --model; 5-15 minutes a model on 2 cores)",
     )
     parser.add_argument(
         "--rewrite-tasks", help=f"eval tasks for (W), a glob (default: {', '.join(rewrite.DEFAULT_TASKS)})"
@@ -170,6 +172,11 @@ def main(argv: list[str] | None = None) -> None:
             document(checks.run(runs=args.runs or 5))
         if "index" in parts:
             document(index.run(model, runs=args.runs or index.CHAT_RUNS))
+        if "next-edit" in parts:
+            binary = versus.find_llama_server()
+            if binary is None:
+                raise SystemExit(f"bench: {versus.SERVER} is missing; run `make llama-server`")
+            document(*next_edit.run(model, binary))
         return
     from harness.tiny_model import write_tiny_model  # needs the [test] extra (gguf)
 
@@ -197,6 +204,8 @@ def main(argv: list[str] | None = None) -> None:
             checks.run(runs=args.runs or 2)
         if "index" in parts:  # a small corpus, no chat: a smoke run of the index's figures
             index.run(None, sample_files=100, copies=2)
+        if "next-edit" in parts:  # every step on the tiny model, two lines typed; no llama-server: no (N2)
+            next_edit.run(model, versus.find_llama_server(), quick=True)
 
 
 if __name__ == "__main__":

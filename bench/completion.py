@@ -23,6 +23,7 @@ import asyncio
 import glob as glob_module
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from lsprotocol import types
 
 from harness import report
 from lsp_server.assistant.infill import Around, RecentCompletions
+from lsp_server.clients.headless import HeadlessClient
 from lsp_server.lsp import protocol
 
 from .parts import show
@@ -143,46 +145,63 @@ def theirs(server: LlamaServer, all_pauses: list[Pause]) -> Side:
 
 
 async def ours(plan: Plan, workdir: Path, all_pauses: list[Pause]) -> Side:
-    side = Side("ours")
     options = {"model": str(plan.model), "threads": THREADS, "cacheDir": str(workdir / "cache")}
     server = await Ours.start(workdir, options)
-    client, uri = server.client, (workdir / DOC_NAME).as_uri()
     try:
-        text = "".join(line + "\n" for line in all_pauses[0].above) + all_pauses[0].typed
-        client.text_document_did_open(
-            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
-        )
-        for number, pause in enumerate(all_pauses):
-            wanted = "".join(line + "\n" for line in pause.above) + pause.typed
-            if wanted != text:  # typed since the last pause: the keystrokes, as one incremental change
-                assert wanted.startswith(text)
-                change = types.TextDocumentContentChangePartial(
-                    range=types.Range(end_of(text), end_of(text)), text=wanted[len(text) :]
-                )
-                client.text_document_did_change(
-                    types.DidChangeTextDocumentParams(
-                        types.VersionedTextDocumentIdentifier(version=number + 2, uri=uri), [change]
-                    )
-                )
-                text = wanted
-            started = time.perf_counter()
-            result = await client.text_document_inline_completion_async(
-                types.InlineCompletionParams(
-                    context=types.InlineCompletionContext(
-                        trigger_kind=types.InlineCompletionTriggerKind.Automatic
-                    ),
-                    text_document=types.TextDocumentIdentifier(uri),
-                    position=end_of(text),
-                )
-            )
-            elapsed_ms = (time.perf_counter() - started) * 1000
-            items = result.items if isinstance(result, types.InlineCompletionList) else result or []
-            completion = str(items[0].insert_text) if items else ""
-            last: dict[str, Any] = (await client.request(protocol.STATS, None))["lastCompletion"] or {}
-            counts = (int(last.get("nEvaluated", 0)), int(last.get("nGenerated", 0)))
-            side.record(pause, elapsed_ms, counts, completion, number == 0)
+        return await type_in(server.client, (workdir / DOC_NAME).as_uri(), all_pauses)
     finally:
         await server.stop()
+
+
+# After each request's answer (bench/next_edit.py's hook): the pause, the document's version, the cursor,
+# and when the change before it was sent (time.perf_counter()); the typist goes on when it returns.
+AfterAnswer = Callable[[Pause, int, types.Position, float], Awaitable[None]]
+
+
+async def type_in(
+    client: HeadlessClient, uri: str, all_pauses: list[Pause], after: AfterAnswer | None = None
+) -> Side:
+    """Opens the document as the first pause has it and types the rest, a completion request at each
+    pause, each after the previous answer; the server stays up."""
+    side = Side("ours")
+    text = "".join(line + "\n" for line in all_pauses[0].above) + all_pauses[0].typed
+    version = 1
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", version, text))
+    )
+    for number, pause in enumerate(all_pauses):
+        wanted = "".join(line + "\n" for line in pause.above) + pause.typed
+        changed_at = time.perf_counter()
+        if wanted != text:  # typed since the last pause: the keystrokes, as one incremental change
+            assert wanted.startswith(text)
+            change = types.TextDocumentContentChangePartial(
+                range=types.Range(end_of(text), end_of(text)), text=wanted[len(text) :]
+            )
+            version = number + 2
+            client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    types.VersionedTextDocumentIdentifier(version=version, uri=uri), [change]
+                )
+            )
+            text = wanted
+        started = time.perf_counter()
+        result = await client.text_document_inline_completion_async(
+            types.InlineCompletionParams(
+                context=types.InlineCompletionContext(
+                    trigger_kind=types.InlineCompletionTriggerKind.Automatic
+                ),
+                text_document=types.TextDocumentIdentifier(uri),
+                position=end_of(text),
+            )
+        )
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        items = result.items if isinstance(result, types.InlineCompletionList) else result or []
+        completion = str(items[0].insert_text) if items else ""
+        last: dict[str, Any] = (await client.request(protocol.STATS, None))["lastCompletion"] or {}
+        counts = (int(last.get("nEvaluated", 0)), int(last.get("nGenerated", 0)))
+        side.record(pause, elapsed_ms, counts, completion, number == 0)
+        if after is not None:
+            await after(pause, version, end_of(text), changed_at)
     return side
 
 
