@@ -1,5 +1,6 @@
 /** Entry point: creates the parts, wires their events together, registers the commands. */
 
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ChatController, errorMessage } from './chat/controller';
@@ -10,10 +11,12 @@ import { COMMAND_DISMISS, COMMAND_GO_TO_OR_ACCEPT, NextEditController } from './
 import { COMMAND_INSTALL_SERVER, Notifier } from './notifications';
 import { COMMAND_SHOW_ANSWER, SECTION, type ShowAnswerArgs } from './protocol';
 import { COMMAND_SEARCH_CODEBASE, searchCodebase } from './search';
+import { McpFailureLog, PROJECT_MCP_FILES, mayRunMcpServers, mcpLogLines } from './mcpStats';
 import { LlamaServer } from './server';
 import { pythonExtensionInterpreter, ServerInstaller } from './serverInstall';
 import { statsSummary } from './status';
 import { StatusBar } from './statusBar';
+import { askToolConsent } from './toolConsentPrompt';
 import { resolvedActionNotice } from './verification';
 
 let server: LlamaServer | undefined;
@@ -30,8 +33,10 @@ export function activate(context: vscode.ExtensionContext): void {
     },
     output,
     traceOutput,
+    (params, token) => askToolConsent(params, token, output),
   );
   server = llama;
+  const mcpFailures = new McpFailureLog();
   const installer = new ServerInstaller(context.extensionPath, installRoot, llama, output);
   const notifier = new Notifier(llama, output);
   const statusBar = new StatusBar('llamaLsp.showStats');
@@ -63,6 +68,8 @@ export function activate(context: vscode.ExtensionContext): void {
       }
     }),
     // A lightbulb action's edit is applied by VS Code right after this; a failed check warns.
+    // A chat starts the MCP servers it needs: one that failed is named in the output channel, once.
+    llama.onDidEndChat(() => void logMcpFailures(llama, mcpFailures, output)),
     llama.onDidResolveCheck(({ title, verification }) => notifier.report(resolvedActionNotice(title, verification))),
     // Restricted Mode withheld the settings that run commands (settings.ts, forTrust); now they may go.
     vscode.workspace.onDidGrantWorkspaceTrust(() => void llama.trustGranted()),
@@ -88,7 +95,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand('llamaLsp.stop', () => controller.stop()),
     vscode.commands.registerCommand('llamaLsp.restartServer', () => llama.restart()),
     vscode.commands.registerCommand(COMMAND_INSTALL_SERVER, () => installer.install()),
-    vscode.commands.registerCommand('llamaLsp.showStats', () => showStats(llama, output)),
+    vscode.commands.registerCommand('llamaLsp.showStats', () => showStats(llama, output, mcpFailures)),
     vscode.commands.registerCommand(COMMAND_SHOW_ANSWER, async (answer: ShowAnswerArgs) => {
       controller.showAnswer(answer);
       await view.reveal(false);
@@ -102,10 +109,27 @@ export async function deactivate(): Promise<void> {
   server = undefined;
 }
 
-async function showStats(llama: LlamaServer, output: vscode.LogOutputChannel): Promise<void> {
+async function logMcpFailures(llama: LlamaServer, failures: McpFailureLog, output: vscode.LogOutputChannel): Promise<void> {
+  const hasProjectFile = (): boolean =>
+    (vscode.workspace.workspaceFolders ?? []).some(
+      (folder) =>
+        folder.uri.scheme === 'file' && PROJECT_MCP_FILES.some((file) => fs.existsSync(path.join(folder.uri.fsPath, file))),
+    );
+  // Most chats run no MCP server: no stats request for them.
+  if (!mayRunMcpServers(vscode.workspace.getConfiguration(SECTION), vscode.workspace.isTrusted, hasProjectFile)) return;
+  try {
+    for (const line of failures.newFailures((await llama.stats()).mcp)) output.error(line);
+  } catch {
+    // No stats (the server stopped): a failure shows with the next chat, or with Show Cache Stats.
+  }
+}
+
+async function showStats(llama: LlamaServer, output: vscode.LogOutputChannel, mcpFailures: McpFailureLog): Promise<void> {
   try {
     const stats = await llama.stats();
     output.info(`assistant/stats: ${JSON.stringify(stats, null, 2)}`);
+    for (const line of mcpFailures.newFailures(stats.mcp)) output.error(line);
+    for (const line of mcpLogLines(stats.mcp)) output.info(line);
     const choice = await vscode.window.showInformationMessage(`Llama: ${statsSummary(stats)}`, 'Show details');
     if (choice === 'Show details') output.show();
   } catch (error) {

@@ -25,6 +25,7 @@ import {
   SECTION,
   chatDeltaProgress,
   chatRequest,
+  confirmToolCallRequest,
   nextEditAcceptedNotification,
   nextEditRejectedNotification,
   nextEditRequest,
@@ -36,6 +37,8 @@ import {
   type ChatResult,
   type CodeActionArgs,
   type CodeActionResult,
+  type ConfirmToolCallParams,
+  type ConfirmToolCallResult,
   type NextEdit,
   type NextEditParams,
   type ResolvedCodeActionData,
@@ -78,6 +81,9 @@ const NEXT_EDIT_FEEDBACK = {
   rejected: nextEditRejectedNotification,
 } as const;
 
+/** Asks the user whether a chat's call of an MCP tool may run (`assistant/confirmToolCall`). */
+export type ToolConsent = (params: ConfirmToolCallParams, token: vscode.CancellationToken) => Promise<ConfirmToolCallResult>;
+
 /** A lightbulb code action the client resolved, with how the server checked its edit. */
 export interface ResolvedCheck {
   title: string;
@@ -99,6 +105,12 @@ export class LlamaServer implements vscode.Disposable {
   private readonly checkResolved = new vscode.EventEmitter<ResolvedCheck>();
   /** A lightbulb edit action was resolved: VS Code applies its edit next; this says how it was checked. */
   readonly onDidResolveCheck = this.checkResolved.event;
+  private readonly chatEnded = new vscode.EventEmitter<void>();
+  /**
+   * A chat request ended (answered, failed or cancelled): a chat is what starts MCP servers, so this is
+   * when one may have failed.
+   */
+  readonly onDidEndChat = this.chatEnded.event;
   /** The command the running server was started with. */
   command: ServerCommand | undefined;
   /** What the last start found: the command, or why none, and what an install would install. */
@@ -108,6 +120,7 @@ export class LlamaServer implements vscode.Disposable {
     private readonly places: ServerPlaces,
     private readonly output: vscode.LogOutputChannel,
     private readonly traceOutput: vscode.LogOutputChannel,
+    private readonly toolConsent: ToolConsent,
   ) {}
 
   get status(): ServerStatus {
@@ -183,6 +196,7 @@ export class LlamaServer implements vscode.Disposable {
       return this.noteStats(await client.sendRequest(chatRequest, { ...params, partialResultToken }, token));
     } finally {
       progress.dispose();
+      this.chatEnded.fire();
     }
   }
 
@@ -236,6 +250,7 @@ export class LlamaServer implements vscode.Disposable {
     void this.stop();
     this.statusChanged.dispose();
     this.checkResolved.dispose();
+    this.chatEnded.dispose();
   }
 
   private async running(): Promise<LanguageClient> {
@@ -391,6 +406,9 @@ export class LlamaServer implements vscode.Disposable {
     // Replaces the client's own handler: a load error arrives both as a status and as a message, and
     // the status already gives the user a notification with actions.
     client.onNotification(ShowMessageNotification.type, (params) => this.showMessage(params));
+    // A chat's call of an MCP tool that may change something waits for this answer (the server takes
+    // an error, or no answer within its time, as "deny").
+    client.onRequest(confirmToolCallRequest, (params, token) => this.toolConsent(params, token));
     client.onDidChangeState((event) => {
       if (event.newState === State.Stopped && this.client === client && this.current.phase !== 'error') {
         this.setStatus({ phase: 'stopped', ...this.carried() });

@@ -4,6 +4,7 @@
  */
 
 import type { CompletionTiming } from './inlineCompletion';
+import { mcpSummary } from './mcpStats';
 import type { CompletionStats, StatsResult, StatusParams, TurnStats } from './protocol';
 
 export type Phase = 'starting' | 'loading' | 'ready' | 'busy' | 'error' | 'stopped';
@@ -182,6 +183,8 @@ export function statsSummary(stats: StatsResult): string {
   }
   if (stats.lastStats) parts.push(`last: ${formatStats(stats.lastStats)}`);
   if (stats.lastCompletion) parts.push(`last completion: ${formatCompletionStats(stats.lastCompletion)}`);
+  const mcp = mcpSummary(stats.mcp);
+  if (mcp !== undefined) parts.push(mcp);
   if (stats.error) parts.push(stats.error);
   if (stats.version) parts.push(`llama-lsp ${stats.version.server}`);
   return parts.join(' · ');

@@ -9,6 +9,8 @@ export const stub = {
   executed: [] as unknown[][],
   /** Notifications shown: [level, message, ...actions]; the answer to the next one is `choice`. */
   messages: [] as string[][],
+  /** The options (`{modal, detail}`) a message was shown with, by its index in `messages`. */
+  messageOptions: new Map<number, MessageOptions>(),
   choice: undefined as string | undefined,
   statusMessages: [] as string[],
   /** `window.activeTextEditor`; set it with `setActiveEditor`. */
@@ -46,6 +48,7 @@ export const stub = {
     stub.statusItems = [];
     stub.executed = [];
     stub.messages = [];
+    stub.messageOptions = new Map();
     stub.choice = undefined;
     stub.statusMessages = [];
     stub.activeTextEditor = undefined;
@@ -58,6 +61,11 @@ export const stub = {
     stub.opened = [];
   },
 };
+
+interface MessageOptions {
+  modal?: boolean;
+  detail?: string;
+}
 
 interface InputBoxOptions {
   title?: string;
@@ -223,7 +231,10 @@ export const window = {
     stub.statusItems.push(item);
     return item;
   },
-  async showWarningMessage(message: string, ...actions: string[]): Promise<string | undefined> {
+  async showWarningMessage(message: string, ...rest: (string | MessageOptions)[]): Promise<string | undefined> {
+    const actions = rest.filter((item): item is string => typeof item === 'string');
+    const options = rest.find((item): item is MessageOptions => typeof item === 'object');
+    if (options !== undefined) stub.messageOptions.set(stub.messages.length, options);
     stub.messages.push(['warning', message, ...actions]);
     return stub.choice;
   },

@@ -71,7 +71,11 @@ describe('settings', () => {
     // The section goes to the server as it is (synchronize.configurationSection): the setting's key is
     // the server's name for it, and the trust rule leaves both alone.
     const section = { completion: false, completionTimeBudgetMs: 5000 };
-    assert.deepEqual(configurationForServer('llamaLsp', section, false), { ...section, verifyCommand: '' });
+    assert.deepEqual(configurationForServer('llamaLsp', section, false), {
+      ...section,
+      verifyCommand: '',
+      mcpWorkspaceServers: false,
+    });
     assert.equal(configurationForServer('llamaLsp.completion', false, false), false);
   });
 
@@ -98,7 +102,11 @@ describe('settings', () => {
     }
     // The same in answers to workspace/configuration, by section or by key.
     const section = { verifyCommand: 'auto', verifySandbox: 'none', warm: true };
-    assert.deepEqual(configurationForServer('llamaLsp', section, false), { verifyCommand: '', warm: true });
+    assert.deepEqual(configurationForServer('llamaLsp', section, false), {
+      verifyCommand: '',
+      mcpWorkspaceServers: false,
+      warm: true,
+    });
     assert.equal(configurationForServer('llamaLsp.verifyCommand', 'auto', false), '');
     assert.equal(configurationForServer('llamaLsp.verifySandbox', 'none', false), null);
     assert.equal(configurationForServer('llamaLsp.verifyCommand', 'auto', true), 'auto');
@@ -141,8 +149,8 @@ describe('settings', () => {
   });
 
   test('initializationOptions carry every server setting, and untrusted, all but TRUSTED_ONLY or their UNTRUSTED_VALUES', () => {
-    assert.deepEqual(TRUSTED_ONLY, ['verifyCommand', 'testDiagnostics', 'verifySandbox']);
-    assert.deepEqual(UNTRUSTED_VALUES, { verifyCommand: '' });
+    assert.deepEqual(TRUSTED_ONLY, ['verifyCommand', 'testDiagnostics', 'verifySandbox', 'mcpServers', 'mcpWorkspaceServers']);
+    assert.deepEqual(UNTRUSTED_VALUES, { verifyCommand: '', mcpWorkspaceServers: false });
     const settings = readSettings(vscode.workspace.getConfiguration('llamaLsp'));
     assert.deepEqual(Object.keys(initializationOptions(settings, true)).sort(), Object.keys(SERVER_DEFAULTS).sort());
     const untrusted = Object.keys(initializationOptions(settings, false)).sort();
@@ -183,12 +191,20 @@ describe('workspace trust', () => {
   });
 
   test('untrusted: verifyCommand is "" (no checks), the rest kept, the original untouched', () => {
-    assert.deepEqual(forTrust(section, false), { model: 'm', verifyCommand: '', verifyTimeout: 60 });
+    assert.deepEqual(forTrust(section, false), { model: 'm', verifyCommand: '', verifyTimeout: 60, mcpWorkspaceServers: false });
     assert.equal(section.verifyCommand, 'python -m pytest -q');
   });
 
+  test('untrusted: no MCP server starts: mcpServers is withheld and mcpWorkspaceServers is false', () => {
+    const mcp = { mcpServers: { tracker: { command: 'python3', args: ['server.py'] } }, mcpWorkspaceServers: true };
+    assert.deepEqual(forTrust(mcp, false), { mcpWorkspaceServers: false, verifyCommand: '' });
+    assert.equal(configurationForServer('llamaLsp.mcpServers', mcp.mcpServers, false), null);
+    assert.equal(configurationForServer('llamaLsp.mcpWorkspaceServers', true, false), false);
+    assert.deepEqual(forTrust(mcp, true), mcp);
+  });
+
   test('untrusted: every shape of workspace/configuration answer turns it off', () => {
-    const off = { model: 'm', verifyCommand: '', verifyTimeout: 60 };
+    const off = { model: 'm', verifyCommand: '', verifyTimeout: 60, mcpWorkspaceServers: false };
     assert.deepEqual(configurationForServer('llamaLsp', section, false), off);
     assert.equal(configurationForServer('llamaLsp.verifyCommand', 'pytest', false), '');
     assert.deepEqual(configurationForServer(null, { editor: { tabSize: 4 }, llamaLsp: section }, false), {
