@@ -5,8 +5,9 @@ The prompt is laid out stable-first, so that a request evaluates little more tha
 1. the instructions (the same for every request);
 2. a window of the file as it was when its history began (`EditHistory.base`): it changes only when the
    history starts again or the cursor moves to another window;
-3. the recent edits, oldest first, as original/updated blocks (which small models follow better than
-   unified diffs); typing on the same lines updates the last block, so the blocks before it stay;
+3. the recent edits, oldest first, as before/after blocks of whole lines (the field found them better
+   than unified diffs for small models; merge-conflict markers got copied into answers); typing on the
+   same lines updates the last block, so the blocks before it stay;
 4. the editable region as it is now: a few lines around the cursor, or around the next place where the
    user's last substitution has not been made yet (the next edit is often there, away from the cursor);
 5. the answer's start, the region's opening marker: the model writes the region again, and the
