@@ -1,4 +1,4 @@
-"""Next-edit suggestions in real headless Neovim, through the plugin (editors/nvim/lua/llama_lsp/next_edit.lua).
+"""Next-edit suggestions in real headless Neovim, through the plugin (lua/llama_lsp/next_edit.lua).
 
 Against the real server and the test model: rename a parameter in Insert mode, see the rest of the rename
 suggested with extmarks on the line it applies to (away from the cursor), <Tab> moves the cursor there,
@@ -71,7 +71,8 @@ def test_next_edit_rename_in_headless_neovim_against_the_real_server(test_model_
     try:
         run_script(env, workspace, STEPS, timeout=600, script=SCRIPT)
     except AssertionError as failure:
-        raise AssertionError(f"{failure}\n--- the server's next-edit log\n{next_edit_log(tmp_path)}") from None
+        log = next_edit_log(tmp_path)
+        raise AssertionError(f"{failure}\n--- the server's next-edit log\n{log}") from None
 
 
 def next_edit_log(tmp_path: Path) -> str:
