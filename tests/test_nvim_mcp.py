@@ -66,10 +66,13 @@ def test_mcp_tools_ask_in_headless_neovim_against_the_real_server(test_model_pat
     untrusted.mkdir()
     (untrusted / "code.py").write_text("def f(x):\n    return x\n")
     # A cloned repository's own server: it would record its start.
-    project_server = {**tracker, "env": {"MCP_TEST_NOTES": str(notes), "MCP_TEST_STARTS": str(project_starts)}}
+    project_env = {"MCP_TEST_NOTES": str(notes), "MCP_TEST_STARTS": str(project_starts)}
+    project_server = {**tracker, "env": project_env}
     (untrusted / ".mcp.json").write_text(json.dumps({"mcpServers": {"cloned": project_server}}))
 
-    env = {name: value for name, value in os.environ.items() if not name.startswith(("LLAMA_LSP_", "MCP_TEST_"))}
+    env = {
+        name: value for name, value in os.environ.items() if not name.startswith(("LLAMA_LSP_", "MCP_TEST_"))
+    }
     env.update(
         LLAMA_LSP_CMD=json.dumps([str(BIN / "llama-lsp"), "--stdio"]),
         LLAMA_LSP_MODEL=TEST_MODEL,
