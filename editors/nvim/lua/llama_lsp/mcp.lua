@@ -49,10 +49,9 @@ end
 ---@return string
 function M.prompt(params)
   return string.format(
-    "llama-lsp: run the MCP tool %s (server %s, %s) with %s?",
+    "llama-lsp: run the MCP tool %s (server %s) with %s?",
     tostring(params.tool),
     tostring(params.server),
-    tostring(params.name),
     M.describe_arguments(params.arguments)
   )
 end
