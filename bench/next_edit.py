@@ -530,6 +530,11 @@ class Typing:
     mode: str
     side: completion.Side
     suggestions: list[Answer] = field(default_factory=list)
+    resumed: list[bool] = field(default_factory=list)  # per side.times_ms: the first after a line's pause
+
+    def after_pause(self, resumed: bool) -> list[float]:
+        """The completions' times right after a line's pause (where a suggestion was asked), or the rest."""
+        return [ms for ms, flag in zip(self.side.times_ms, self.resumed, strict=True) if flag == resumed]
 
 
 @dataclass
@@ -575,7 +580,10 @@ async def typing_session(
 
     try:
         side = await completion.type_in(editor.client, editor.uri, pauses, after)
-        result = Typing(mode, side, list(await asyncio.gather(*pending)))
+        # side.times_ms leaves out the first request: the n-th is pauses[n + 1]'s, typed after pauses[n].
+        resumed = [pause.at_line_start for pause in pauses[: len(side.times_ms)]]
+        result = Typing(mode, side, list(await asyncio.gather(*pending)), resumed)
+        show(f"    {mode}: " + " ".join(f"{ms:.0f}" for ms in side.times_ms) + " ms")
     finally:
         await server.stop()
     return result
@@ -751,6 +759,12 @@ def interference_rows(off: Typing, on: Typing, chats: Chats, goals: bool = True)
                 f"{ratio(y, x)} ({near(x, y)})",
             )
         )
+    for resumed, where in ((True, "right after a line's pause"), (False, "within a line")):
+        xs, ys = off.after_pause(resumed), on.after_pause(resumed)
+        if xs and ys:
+            x, y = percentile(xs, 50), percentile(ys, 50)
+            label = f"completion p50 {where} ({len(ys)}), ms"
+            rows.append((label, "(report)", f"{x:,.0f}", f"{y:,.0f}", ratio(y, x)))
     x, y = statistics.fmean(off.side.evaluated), statistics.fmean(on.side.evaluated)
     rows.append(
         ("completion: prompt tokens evaluated (mean)", "(report)", f"{x:.1f}", f"{y:.1f}", ratio(y, x))

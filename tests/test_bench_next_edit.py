@@ -81,7 +81,10 @@ def test_the_tables_have_a_verdict_per_goal_and_render() -> None:
     assert by_figure["prompt tokens evaluated p50 (the model's)"][2:4] == ("150", "pass")
     assert by_figure["outcomes"][2] == "no change 2, rename 1, suggested 1"
     side = next_edit.completion.Side("ours", times_ms=[300, 400, 500], evaluated=[4, 5, 6])
-    off, on = next_edit.Typing("off", side), next_edit.Typing("on", side, [answer(600, "superseded")])
+    resumed = [True, False, False]
+    off = next_edit.Typing("off", side, resumed=resumed)
+    on = next_edit.Typing("on", side, [answer(600, "superseded")], resumed)
+    assert on.after_pause(True) == [300] and on.after_pause(False) == [400, 500]
     chats = next_edit.Chats()
     chats.ttft_ms = {"off": [2000, 2100], "on": [2050, 2500]}
     cost = next_edit.interference_rows(off, on, chats)
