@@ -184,7 +184,7 @@ class NextEdits:
         answer, stats = task.result()
         self._warm = WarmWindow.of(params.uri, prompt, params.version)
         if answer is None:
-            return "cancelled", None, stats
+            return stats.get("finishReason", "failed"), None, stats  # stopped for chat, cut short, failed
         log.debug("next-edit answer: %r", answer)
         if document.version != params.version or self.history.get(params.uri) is not history:
             return "stale", None, stats
