@@ -88,7 +88,8 @@ def test_the_tables_have_a_verdict_per_goal_and_render() -> None:
     chats = next_edit.Chats()
     chats.ttft_ms = {"off": [2000, 2100], "on": [2050, 2500]}
     cost = next_edit.interference_rows(off, on, chats)
-    assert [row[4] for row in cost[:2]] == ["1.00x (pass)", "1.00x (pass)"]
+    assert [row[4] for row in cost[:3]] == ["1.00x (pass)", "1.00x (pass)", "1.00x (pass)"]
+    assert cost[2][0] == "completion, each request on / off, median (3 not cached)"
     for header, table in ((next_edit.LATENCY_HEADER, rows), (next_edit.INTERFERENCE_HEADER, cost)):
         assert report.Table(header, table).markdown().count("\n") == len(table) + 1
     assert "n/a" in next_edit.latency_rows(ours, None, goals=False)[0]
@@ -97,6 +98,7 @@ def test_the_tables_have_a_verdict_per_goal_and_render() -> None:
 def test_a_length_finish_is_told_from_a_cancel() -> None:
     last = {"outcome": "cancelled", "finishReason": "length", "nPrompt": 10}
     assert next_edit.Answer.from_last(5.0, last).outcome == "cut short"
+    assert next_edit.Answer.from_last(5.0, {**last, "outcome": "length"}).outcome == "cut short"
     assert next_edit.Answer.from_last(5.0, {**last, "finishReason": "cancelled"}).outcome == "cancelled"
     assert next_edit.Answer.from_last(5.0, None).outcome == "?"
     assert types.Position(0, 0) == next_edit.typed("ab\n", next_edit.Edit("x", "ab", "a", "c")).start
