@@ -221,11 +221,6 @@ def script(text: str, edits: Sequence[Edit] = EDITS) -> list[Step]:
     return steps
 
 
-def offset(text: str, position: types.Position) -> int:
-    lines = text.split("\n")
-    return sum(len(line) + 1 for line in lines[: position.line]) + position.character
-
-
 def parses(text: str) -> bool:
     try:
         ast.parse(text)
@@ -362,7 +357,7 @@ def window_of(text: str, cursor: types.Position) -> int:
     history.opened("", DOC_NAME, text)
     known = history.get("")
     assert known is not None
-    return next_edit.build_prompt(known, [], cursor.line, offset(text, cursor)).window_first
+    return next_edit.build_prompt(known, [], cursor.line).window_first
 
 
 @dataclass
@@ -477,7 +472,7 @@ def theirs_on_warm_file(server: LlamaServer, engine: NativeEngine, text: str, st
     figures = Theirs()
     doc = history.get(uri)
     assert doc is not None
-    warm = next_edit.build_prompt(doc, [], steps[0].start.line, offset(text, steps[0].start))
+    warm = next_edit.build_prompt(doc, [], steps[0].start.line)
     figures.warm_ms = ask_theirs(server, render(engine, warm)[0], 1).ms
     show(f"  (N2) llama-server read the no-edits prompt in {figures.warm_ms:,.0f} ms")
     for step in steps:
@@ -485,9 +480,7 @@ def theirs_on_warm_file(server: LlamaServer, engine: NativeEngine, text: str, st
             history.changed(uri, DOC_NAME, key.after)
         doc = history.get(uri)
         assert doc is not None
-        prompt = next_edit.build_prompt(
-            doc, history.recent(uri), step.cursor.line, offset(step.text, step.cursor)
-        )
+        prompt = next_edit.build_prompt(doc, history.recent(uri), step.cursor.line)
         rendered, n_prompt = render(engine, prompt)
         copying = next_edit.Copying(prompt.region)
         result = ask_theirs(server, rendered, prompt.max_tokens, copying, prompt.answer_start)

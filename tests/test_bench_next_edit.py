@@ -56,7 +56,7 @@ def test_the_prompts_for_llama_server_follow_the_edits_as_the_server_sees_them()
     assert len(hunks) == 1 and "dirs_only" in hunks[0].after  # the keystrokes are one edit
     document = history.get(URI)
     assert document is not None
-    prompt = build_prompt(document, hunks, step.cursor.line, next_edit.offset(step.text, step.cursor))
+    prompt = build_prompt(document, hunks, step.cursor.line)
     assert "dirs_only" in prompt.region.text and END not in prompt.answer_start
 
 

@@ -78,57 +78,55 @@ def test_the_edits_of_other_open_documents_come_in_the_order_they_were_made():
     assert [hunk.path for hunk in history.recent("uri")] == ["price.py"]
 
 
-def test_a_rename_is_a_substitution_of_whole_words():
+def test_an_edit_within_a_line_is_a_substitution_of_whole_words():
     [hunk] = history_of(PRICE, RENAMED).recent("uri")
-    assert next_edit.substitution(hunk) == ("tax_rate", "tax")
+    assert next_edit.substitution(hunk) == next_edit.Substitution("tax_rate", "tax", 23)
+    [value] = history_of("f(stacklevel=2)\n", "f(stacklevel=3)\n").recent("uri")
+    assert next_edit.substitution(value) == next_edit.Substitution("2", "3", 13)
     [added] = history_of("x = f(a)\n", "x = f(a, b)\n").recent("uri")
-    assert next_edit.substitution(added) is None  # `a` is too short to look for
+    assert next_edit.substitution(added) is None  # nothing replaced: an insertion
 
 
-def test_the_region_goes_to_the_next_place_a_renamed_word_is_left_when_it_is_far_from_the_cursor():
-    far = PRICE + "\n" * 20 + "def net(price, tax_rate):\n    return price / (1 + tax_rate)\n"
-    history = history_of(far, far.replace("items, tax_rate", "items, tax"))
-    document = history.get("uri")
-    assert document is not None
-    hunks = history.recent("uri")
-    # The cursor's own region holds a place the word is left (line 2): it stays there.
-    assert next_edit.region_anchor(document.text, 0, hunks, "price.py") == (0, True)
-    # Far below every place near the cursor, the region goes to the nearest one after it.
-    text = document.text
-    lines = text.split("\n")
-    assert lines[23].startswith("def net(price, tax_rate)")
-    moved = far.replace("items, tax_rate", "items, tax").replace("(1 + tax_rate)\n", "(1 + tax)\n", 1)
-    history.changed("uri", "price.py", moved)
-    document = history.get("uri")
-    assert document is not None
-    anchor, at_cursor = next_edit.region_anchor(document.text, 2, history.recent("uri"), "price.py")
-    assert (anchor, at_cursor) == (23, False)
-
-
-def test_the_rest_of_a_rename_needs_no_model():
+def test_the_users_substitution_is_made_again_where_the_old_text_stands_next_without_a_model():
     history = history_of(PRICE, RENAMED)
     document = history.get("uri")
     assert document is not None
-    edits = next_edit.rest_of_rename(document, history.recent("uri"), RENAMED.index("tax)") + 3)
+    edits = next_edit.repeat_substitution(document, history.recent("uri"), RENAMED.index("tax)") + 3)
     assert edits is not None
     assert next_edit.apply_edits(RENAMED, edits) == PRICE.replace("tax_rate", "tax")
-    # Accepted, it is the same edit again: nothing is left to rename.
+    # Accepted, it is the same edit again: nothing is left to replace.
     history.changed("uri", "price.py", next_edit.apply_edits(RENAMED, edits))
     document = history.get("uri")
     assert document is not None
-    assert next_edit.rest_of_rename(document, history.recent("uri"), 0) is None
+    assert next_edit.repeat_substitution(document, history.recent("uri"), 0) is None
 
 
-def test_an_edit_that_is_no_rename_is_left_to_the_model():
+def test_the_next_occurrence_is_after_the_cursor_else_the_nearest_before_it_never_the_users_own():
+    before = "a = old\nb = old\nc = old\n"
+    history = history_of(before, before.replace("b = old", "b = new"))
+    document = history.get("uri")
+    assert document is not None
+    [edit] = (
+        next_edit.repeat_substitution(document, history.recent("uri"), document.text.index("new") + 3) or []
+    )
+    assert document.text[: edit.start].count("\n") == 2  # line c, after the cursor
+    [edit] = next_edit.repeat_substitution(document, history.recent("uri"), len(document.text)) or []
+    assert document.text[: edit.start].count("\n") == 2  # the nearest one before it
+    only = history_of("x = old\n", "x = new\n")
+    document = only.get("uri")
+    assert document is not None and next_edit.repeat_substitution(document, only.recent("uri"), 0) is None
+
+
+def test_an_edit_that_is_no_substitution_is_left_to_the_model():
     before = 'HOST = os.environ["HOST"]\nPORT = os.environ["PORT"]\n'
     after = before.replace('os.environ["HOST"]', 'os.environ.get("HOST")')
     history = history_of(before, after)
     document = history.get("uri")
     assert document is not None
-    assert next_edit.rest_of_rename(document, history.recent("uri"), 0) is None
-    count = history_of("n = 10\nm = 10\n", "n = 20\nm = 10\n")  # a value, not a name
-    document = count.get("uri")
-    assert document is not None and next_edit.rest_of_rename(document, count.recent("uri"), 0) is None
+    assert next_edit.repeat_substitution(document, history.recent("uri"), 0) is None
+    added = history_of("f(a)\nf(a)\n", "f(a, b)\nf(a)\n")  # an insertion: nothing replaced
+    document = added.get("uri")
+    assert document is not None and next_edit.repeat_substitution(document, added.recent("uri"), 0) is None
 
 
 # ---- the prompt ----------------------------------------------------------------------------------------
@@ -138,7 +136,7 @@ def test_the_prompt_starts_with_what_stays_and_ends_with_the_region_around_the_c
     history = history_of(PRICE, RENAMED)
     document = history.get("uri")
     assert document is not None
-    prompt = next_edit.build_prompt(document, history.recent("uri"), 0, RENAMED.index("tax)") + 3)
+    prompt = next_edit.build_prompt(document, history.recent("uri"), 0)
     system, window, edits = (message["content"] for message in prompt.messages)
     assert system == next_edit.SYSTEM
     assert "tax_rate" in window and "tax)" not in window  # the file before the edits
@@ -167,7 +165,7 @@ def suggest(
     history = history_of(before, after, path=path)
     document = history.get("uri")
     assert document is not None
-    prompt = next_edit.build_prompt(document, history.recent("uri"), cursor_line, 0)
+    prompt = next_edit.build_prompt(document, history.recent("uri"), cursor_line)
     return next_edit.suggestion(document, prompt, next_edit.START + "\n" + answer_region)
 
 
@@ -208,7 +206,7 @@ def test_a_file_whose_last_line_has_no_line_ending_keeps_it_so():
 
 
 def region_of(text: str) -> next_edit.Region:
-    return next_edit.Region(0, len(text.splitlines()), text, None)
+    return next_edit.Region(0, len(text.splitlines()), text)
 
 
 def test_an_answer_ends_once_the_model_copies_the_regions_lines_again_after_its_change():
@@ -307,7 +305,7 @@ async def test_a_rename_is_followed_where_the_old_name_is_left(client: Assistant
         }
     ]
     stats = await next_edit_stats(client)
-    assert stats["last"]["outcome"] == "rename"  # no model needed
+    assert stats["last"]["outcome"] == "repeated"  # no model needed
     for method in (protocol.NEXT_EDIT_SHOWN, protocol.NEXT_EDIT_ACCEPTED, protocol.NEXT_EDIT_ACCEPTED):
         client.protocol.notify(method, {"id": suggestion["id"]})
     client.protocol.notify(protocol.NEXT_EDIT_REJECTED, {"id": "ne-unknown"})
@@ -366,10 +364,10 @@ async def test_a_stale_version_and_a_document_with_no_edits_get_null(client: Ass
 async def test_an_edit_supersedes_the_suggestion_being_computed(client: AssistantClient, tmp_path: Path):
     long = "".join(f"def f{n}(price, tax_rate):\n    return price * (1 + tax_rate)\n\n" for n in range(60))
     uri = open_text(client, tmp_path / "long.py", long)
-    replace(client, uri, 2, 1, 20, 21, "2")  # a value changed: the model answers (a rename needs none)
+    replace(client, uri, 2, 1, 20, 20, "2 * ")  # an insertion: the model answers (a repeat needs none)
     pending = ask(client, uri, 2, 1, 21)
     await asyncio.sleep(0.3)
-    replace(client, uri, 3, 1, 20, 21, "3")
+    replace(client, uri, 3, 1, 24, 24, "3 * ")
     assert await asyncio.wait_for(pending, 60) is None
     assert (await next_edit_stats(client))["last"]["outcome"] in ("superseded", "stale", "cancelled")
     close(client, uri)
@@ -381,7 +379,7 @@ async def test_a_document_closed_while_its_suggestion_is_computed_gets_null(
 ):
     long = "".join(f"def g{n}(price, tax_rate):\n    return price * (1 + tax_rate)\n\n" for n in range(60))
     uri = open_text(client, tmp_path / "closing.py", long)
-    replace(client, uri, 2, 1, 20, 21, "2")
+    replace(client, uri, 2, 1, 20, 20, "2 * ")
     pending = ask(client, uri, 2, 1, 21)
     await asyncio.sleep(0.3)
     close(client, uri)
@@ -395,7 +393,7 @@ async def test_a_chat_goes_first_and_stops_the_suggestion_being_computed(
 ):
     long = "".join(f"def h{n}(price, tax_rate):\n    return price * (1 + tax_rate)\n\n" for n in range(60))
     uri = open_text(client, tmp_path / "chatting.py", long)
-    replace(client, uri, 2, 1, 20, 21, "2")
+    replace(client, uri, 2, 1, 20, 20, "2 * ")
     pending = ask(client, uri, 2, 1, 21)
     await asyncio.sleep(0.3)
     answer = await client.request(protocol.CHAT, {"message": "Answer with one word: hello."})

@@ -8,16 +8,17 @@ The prompt is laid out stable-first, so that a request evaluates little more tha
 3. the recent edits, oldest first, as before/after blocks of whole lines (the field found them better
    than unified diffs for small models; merge-conflict markers got copied into answers); typing on the
    same lines updates the last block, so the blocks before it stay;
-4. the editable region as it is now: a few lines around the cursor, or around the next place where the
-   user's last substitution has not been made yet (the next edit is often there, away from the cursor);
+4. the editable region as it is now: a few lines around the cursor;
 5. the answer's start, the region's opening marker: the model writes the region again, and the
    engine drafts from the region it is copying.
 The suggestion is the difference between the region and the model's version of it. No change, a change
 that undoes the user's last edit, or one after which a text that parsed no longer does: no suggestion.
 
-One edit needs no model: the rest of a rename (one identifier replaced by another, the old one still in
-the file) is suggested where the old name stands next (rest_of_rename), at once: on the eval's real
-commits the small models finish renames less often than this rule does (docs/quality.md).
+One kind of edit needs no model: the user's last substitution made again where the old text stands next
+(repeat_substitution: the rest of a rename, the same argument changed in the next call), at once and
+often away from the cursor. On the eval's real commits the models finished such edits less often than
+this rule, which never spoke after an edit that had no follow-up (docs/quality.md); the model answers
+the rest.
 """
 
 from __future__ import annotations
@@ -185,12 +186,11 @@ def _revert(text: str, hunk: Hunk) -> str:
 
 @dataclass(frozen=True)
 class Region:
-    """The editable region: lines [start, end) of the text now, and where the cursor is in it."""
+    """The editable region: lines [start, end) of the text now."""
 
     start: int
     end: int
     text: str
-    cursor: int | None  # an offset in `text`; None when the region is away from the cursor
 
 
 @dataclass(frozen=True)
@@ -207,83 +207,86 @@ class Prompt:
         return self.messages[:2]
 
 
-def substitution(hunk: Hunk) -> tuple[str, str] | None:
-    """What the edit replaced by what, where it made one replacement within a line (a rename, a changed
-    argument), widened to whole words: (old, new), else None."""
+@dataclass(frozen=True)
+class Substitution:
+    old: str  # what the edit replaced, within one line
+    new: str  # by what
+    start: int  # where, in the hunk's lines (the same offset in `before` and in `after`)
+
+
+def substitution(hunk: Hunk) -> Substitution | None:
+    """The edit as one replacement within a line (a rename, a changed argument or value, a comment taken
+    off), widened so that neither end cuts a word in two: `tax_rate` -> `tax`, not `_rate` -> ``. None
+    where nothing was replaced (an insertion) or the change spans lines."""
     start, end, replacement = changed_region(hunk.before, hunk.after)
-    if "\n" in hunk.before[start:end] or "\n" in replacement:
-        return None
     after_end = start + len(replacement)
-    # Whole words on both sides: `tax_rate` -> `tax` is one substitution, not `_rate` -> ``.
-    while start > 0 and _is_word(hunk.before[start - 1]):
-        start -= 1
-    while end < len(hunk.before) and _is_word(hunk.before[end]):
-        end += 1
+    while not (_at_boundary(hunk.before, start) and _at_boundary(hunk.after, start)):
+        start -= 1  # within the common prefix: both texts agree here
+    while not (_at_boundary(hunk.before, end) and _at_boundary(hunk.after, after_end)):
+        end += 1  # within the common suffix
         after_end += 1
     old, new = hunk.before[start:end], hunk.after[start:after_end]
-    if len(old.strip()) < 2 or old == new:
+    if not old.strip() or old == new or "\n" in old or "\n" in new:
         return None
-    return old, new
+    return Substitution(old, new, start)
 
 
 def _is_word(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
-def _whole_word(text: str) -> re.Pattern[str]:
-    """Finds `text` where it is not part of a longer identifier."""
-    left = r"(?<![\w])" if _is_word(text[0]) else ""
-    right = r"(?![\w])" if _is_word(text[-1]) else ""
-    return re.compile(left + re.escape(text) + right)
+def _at_boundary(text: str, index: int) -> bool:
+    """Whether `index` does not fall inside a word of `text`."""
+    return not (0 < index < len(text) and _is_word(text[index - 1]) and _is_word(text[index]))
 
 
-def region_anchor(text: str, cursor_line: int, hunks: list[Hunk], path: str) -> tuple[int, bool]:
-    """The line the editable region is around, and whether it is the cursor's: the cursor's line, unless
-    the user's last edit in this file replaced a word that still occurs outside the region around the
-    cursor: then its next occurrence after the cursor (or the first one before it)."""
-    own = [hunk for hunk in hunks if hunk.path == path]
-    replaced = substitution(own[-1]) if own else None
-    if replaced is None:
-        return cursor_line, True
-    pattern = _whole_word(replaced[0].strip())
-    lines = split_lines(text)
-    near = range(cursor_line - REGION_ABOVE, cursor_line + REGION_BELOW + 1)
-    found = [n for n, line in enumerate(lines) if pattern.search(line)]
-    if not found or any(n in near for n in found):
-        return cursor_line, True
-    after = [n for n in found if n > cursor_line]
-    return (after[0] if after else found[-1]), False
-
-
-IDENTIFIER = re.compile(r"[^\W\d]\w*")
-
-
-def rest_of_rename(history: DocumentHistory, hunks: list[Hunk], cursor_offset: int) -> list[TextEdit] | None:
-    """The rest of a rename, without the model: where the user's last edit in this file replaced one
-    identifier by another and the old one still stands elsewhere in the file as a whole word, its next
-    occurrence after the cursor (else the nearest one before it) renamed the same way. Accepting it makes
-    the same edit again, so the suggestion after it is the occurrence after that, until none is left.
-    None where the last edit is no rename (the model decides then)."""
+def repeat_substitution(
+    history: DocumentHistory, hunks: list[Hunk], cursor_offset: int
+) -> list[TextEdit] | None:
+    """The user's last edit made again, without the model: where it replaced X by Y within a line and X
+    still stands elsewhere in the file as a whole (not inside a longer word), its next occurrence after
+    the cursor (else the nearest one before it) replaced by Y. Accepting it makes the same edit again, so the
+    suggestion after it is the occurrence after that, until none is left: the rest of a rename, the same
+    argument changed in each call. None where the last edit is no such substitution (the model decides)."""
     own = [hunk for hunk in hunks if hunk.path == history.path]
     replaced = substitution(own[-1]) if own else None
-    if replaced is None or not all(IDENTIFIER.fullmatch(name) for name in replaced):
+    if replaced is None:
         return None
-    old, new = replaced
-    starts = [match.start() for match in _whole_word(old).finditer(history.text)]
-    after = [start for start in starts if start >= cursor_offset]
-    before = [start for start in starts if start < cursor_offset]
-    if not starts:
+    lines = split_lines(history.text)
+    written = sum(len(line) for line in lines[: own[-1].line]) + replaced.start  # where Y now stands
+    text, old = history.text, replaced.old
+    found = [
+        at
+        for at in _occurrences(text, old)
+        if at + len(old) <= written or at >= written + len(replaced.new)  # not in what the user wrote
+    ]
+    after = [at for at in found if at >= cursor_offset]
+    before = [at for at in found if at < cursor_offset]
+    if not found:
         return None
     at = after[0] if after else before[-1]
-    edits = [TextEdit(at, at + len(old), new)]
-    suffix = PurePosixPath(history.path).suffix
-    renamed = apply_edits(history.text, edits)
-    if languages.parses(suffix, renamed) is False and languages.parses(suffix, history.text) is not False:
-        return None
-    return edits
+    edits = [TextEdit(at, at + len(old), replaced.new)]
+    return None if _breaks(history.path, text, apply_edits(text, edits)) else edits
 
 
-def editable_region(text: str, anchor: int, cursor_offset: int | None) -> Region:
+def _breaks(path: str, before: str, after: str) -> bool:
+    """Whether an edit makes a text that parsed one that does not (where the language has a parser)."""
+    suffix = PurePosixPath(path).suffix
+    return languages.parses(suffix, after) is False and languages.parses(suffix, before) is not False
+
+
+def _occurrences(text: str, needle: str) -> list[int]:
+    """Where `needle` stands in `text` as a whole: not the middle of a longer word."""
+    found = []
+    at = text.find(needle)
+    while at >= 0:
+        if _at_boundary(text, at) and _at_boundary(text, at + len(needle)):
+            found.append(at)
+        at = text.find(needle, at + 1)
+    return found
+
+
+def editable_region(text: str, anchor: int) -> Region:
     lines = split_lines(text)
     start = max(0, min(anchor, len(lines) - 1) - REGION_ABOVE)
     end = min(len(lines), anchor + REGION_BELOW + 1)
@@ -291,12 +294,7 @@ def editable_region(text: str, anchor: int, cursor_offset: int | None) -> Region
     # ending, where it would write two as one token; it drops the blank line instead.
     while start < min(anchor, end - 1) and not lines[start].strip():
         start += 1
-    region_start = sum(len(line) for line in lines[:start])
-    region_text = "".join(lines[start:end])
-    cursor = None
-    if cursor_offset is not None and region_start <= cursor_offset <= region_start + len(region_text):
-        cursor = cursor_offset - region_start
-    return Region(start, end, region_text, cursor)
+    return Region(start, end, "".join(lines[start:end]))
 
 
 def window(base: str, anchor: int) -> tuple[int, str]:
@@ -321,10 +319,9 @@ def window(base: str, anchor: int) -> tuple[int, str]:
     return first, text
 
 
-def build_prompt(history: DocumentHistory, hunks: list[Hunk], cursor_line: int, cursor_offset: int) -> Prompt:
-    anchor, at_cursor = region_anchor(history.text, cursor_line, hunks, history.path)
-    region = editable_region(history.text, anchor, cursor_offset if at_cursor else None)
-    first, shown = window(history.base, anchor)
+def build_prompt(history: DocumentHistory, hunks: list[Hunk], cursor_line: int) -> Prompt:
+    region = editable_region(history.text, cursor_line)
+    first, shown = window(history.base, cursor_line)
     fence = languages.fence_tag(PurePosixPath(history.path).suffix)
     last_line = first + len(split_lines(shown))
     file_message = (
@@ -334,10 +331,9 @@ def build_prompt(history: DocumentHistory, hunks: list[Hunk], cursor_line: int, 
     edits = "\n\n".join(_hunk_block(hunk) for hunk in hunks)
     # No cursor marker inside the region: both models tried stopped copying where it stood.
     region_text = region.text
-    where = "around my cursor" if region.cursor is not None else "where my last edit may apply next"
     edits_message = (
         f"My recent edits, oldest first:\n\n{edits}\n\n"
-        f"The part of `{history.path}` {where}, as it is now:\n{START}\n{region_text}{END}"
+        f"The part of `{history.path}` around my cursor, as it is now:\n{START}\n{region_text}{END}"
     )
     max_tokens = len(region.text) // CHARS_PER_TOKEN + ANSWER_SLACK_TOKENS
     return Prompt(
@@ -399,10 +395,7 @@ def suggestion(history: DocumentHistory, prompt: Prompt, answer: str) -> list[Te
     own = [hunk for hunk in history.hunks if hunk.path == history.path]
     if own and after == _revert(text, own[-1]):
         return None
-    suffix = PurePosixPath(history.path).suffix
-    if languages.parses(suffix, after) is False and languages.parses(suffix, text) is not False:
-        return None
-    return edits
+    return None if _breaks(history.path, text, after) else edits
 
 
 def apply_edits(text: str, edits: list[TextEdit]) -> str:

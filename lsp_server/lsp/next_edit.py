@@ -162,13 +162,13 @@ class NextEdits:
         hunks = self.history.recent(params.uri)
         position = types.Position(params.position.line, params.position.character)
         cursor = document.offset_at_position(position)
-        prompt = next_edit.build_prompt(history, hunks, params.position.line, cursor)
+        prompt = next_edit.build_prompt(history, hunks, params.position.line)
         if not hunks:  # nothing to follow yet: read the window the next edit's prompt will start with
             self._warm_window(params.uri, params.position.line, params.version)
             return "no edits", None, {}
-        renamed = next_edit.rest_of_rename(history, hunks, cursor)
-        if renamed is not None:
-            return "rename", self._offer(document, renamed), {}
+        repeated = next_edit.repeat_substitution(history, hunks, cursor)
+        if repeated is not None:
+            return "repeated", self._offer(document, repeated), {}
         task = asyncio.ensure_future(self._generate(prompt))
         self._running[params.uri] = task
         try:
@@ -243,7 +243,7 @@ class NextEdits:
         history = self.history.get(uri)
         if history is None:
             return
-        prompt = next_edit.build_prompt(history, self.history.recent(uri), cursor_line, 0)
+        prompt = next_edit.build_prompt(history, self.history.recent(uri), cursor_line)
         wanted = WarmWindow.of(uri, prompt, version)
         if wanted == self._warm:
             self._warm = wanted  # held already: now for this version too
