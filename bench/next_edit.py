@@ -97,9 +97,13 @@ class Edit:
     before: str = ""
 
 
-EDITS = (  # all in glob.py's lines 97-128: one window of the file (bench/next_edit's test checks it)
+# All in glob.py's lines 97-128: one window of the file (tests/test_bench_next_edit.py checks it). Our server
+# answers a substitution made again (X by Y within a line, X still in the file: the rest of a rename, the
+# same argument changed) without the model; an insertion, or an edit next to the last one, goes to the model.
+EDITS = (
     Edit("rename a parameter", "def _glob1(", "dironly", "dirs_only"),
     Edit("rename at its use", "names = _listdir(dirname, dir_fd, dironly)", "dironly", "dirs_only"),
+    Edit("add a keyword to a call", "names = _listdir(dirname, dir_fd, dirs_only)", "", ", sort=True", ")"),
     Edit("rename a parameter", "def glob1(dirname, pattern)", "pattern", "pat"),
     Edit("rename at its use", "return _glob1(dirname, pattern, None, False)", "pattern", "pat"),
     Edit(
@@ -125,45 +129,19 @@ EDITS = (  # all in glob.py's lines 97-128: one window of the file (bench/next_e
     ),
     Edit("rename a parameter", "def _glob0(dirname, basename,", "basename", "name"),
     Edit("rename at its use", "_lexists(_join(dirname, basename), dir_fd)", "basename", "name"),
+    Edit("add a keyword to a call", "if _isdir(dirname, dir_fd)", "", ", strict=True", before=")"),
 )
-# (N3) the edits before the chats, in _iglob (after EDITS)
-CHAT_EDITS = (  # none a rename (the server answers those without the model): each suggestion is the model's
-    Edit(
-        "change a call's argument",
+# (N3) the edits before the chats, in _iglob (after EDITS): insertions, so that each suggestion is the model's
+CHAT_EDITS = tuple(
+    Edit("add a keyword to a call", line, "", ", strict=True", before=")")
+    for line in (
+        "dirname, basename = os.path.split(pathname)",
         "if _lexists(_join(root_dir, pathname), dir_fd)",
-        "pathname",
-        "os.fspath(pathname)",
-    ),
-    Edit(
-        "change a call's argument",
         "if _isdir(_join(root_dir, dirname), dir_fd)",
-        "dirname",
-        "os.fspath(dirname)",
-    ),
-    Edit(
-        "pass an argument by keyword",
-        "yield from _glob2(root_dir, basename, dir_fd, dironly",
-        "dironly",
-        "dironly=dironly",
-    ),
-    Edit(
-        "pass an argument by keyword",
-        "yield from _glob1(root_dir, basename, dir_fd, dironly",
-        "dironly",
-        "dironly=dironly",
-    ),
-    Edit(
-        "pass an argument by keyword",
-        "dirs = _iglob(dirname, root_dir, dir_fd, recursive, True",
-        "True",
-        "dironly=True",
-    ),
-    Edit(
-        "pass an argument by keyword",
-        "glob_in_dir(_join(root_dir, dirname), basename, dir_fd, dironly",
-        "dironly",
-        "dironly=dironly",
-    ),
+        "if dirname != pathname and has_magic(dirname)",
+        "if has_magic(basename)",
+        "yield os.path.join(dirname, name)",
+    )
 )
 
 
@@ -810,9 +788,9 @@ ABOUT_LATENCY = (
     "the same max_tokens and stop and closed by the same rule our engine ends an answer with (the model "
     "copying the region's lines again after its change); warmed with the no-edits prompt first. Its outcome "
     "is what our rules make of its answer; cut short: max_tokens reached (the region's characters / 3 + 48). "
-    "Our server answers the rest of a rename without the model (outcome rename): times are given over all "
-    "requests and over those the model answered (llama-server's over the same prompts), token counts over "
-    "the model's."
+    "Our server answers a substitution made again (the rest of a rename, the same argument changed) without "
+    "the model: times are given over all requests and over those the model answered (llama-server's over "
+    "the same prompts), token counts over the model's."
 )
 ABOUT_INTERFERENCE = (
     "bench/completion.py's typing session ({doc}'s last {held} lines typed again, {requests} completions) "
@@ -822,7 +800,8 @@ ABOUT_INTERFERENCE = (
     "requests in the same order, so each one's on / off is a ratio too (the median over those neither "
     "side answered from its cache of recent completions, under {cached:.0f} ms). Chat: in the server of the "
     "latency part once its edits are done, a conversation about the file (its first question not timed), "
-    "then {rounds} follow-ups each asked right after an edit (none a rename), suggestions off and on in "
+    "then {rounds} follow-ups each asked right after an edit (a keyword added: the model's to follow), "
+    "suggestions off and on in "
     "turn (with them on, the suggestion's request {gap_ms:.0f} ms before the chat's); the time from the "
     "chat request to its first streamed piece. A 2-core machine shared with other work: times are noisy, "
     "token counts are not."
