@@ -229,6 +229,9 @@ def test_an_answer_that_only_copies_or_changes_a_line_further_down_writes_on():
     copying = next_edit.Copying(region_of(region))
     assert copying.keep_going(region)  # no change yet: no reason to stop
     assert copying.completed(region) == region
+    copied = next_edit.Copying(region_of(region))
+    assert not copied.keep_going(region + "line 10\n")  # past the region's end: it ends, unchanged
+    assert copied.completed(region + "line 10\n") == next_edit.START + "\n" + region
     blank_after = "a = 1\nb = 2\n\n\n\nc = 3\n"
     assert next_edit.Copying(region_of(blank_after)).keep_going("a = 10\n\n\n\n")  # blank lines prove little
 

@@ -409,7 +409,8 @@ class Copying:
     """Ends an answer once the model, past its change, copies the region's lines again: RESYNC_LINES lines
     in a row, one of them not blank, that are the region's own lines after the change. The rest of the
     region is then taken as it is, not written out token by token. (A second change further down the
-    region, RESYNC_LINES or more lines below the first, is left for the suggestion after this one.)"""
+    region, RESYNC_LINES or more lines below the first, is left for the suggestion after this one.) An
+    answer that copied the whole region unchanged and goes on past its end ends there too."""
 
     def __init__(self, region: Region):
         self._region = split_lines(region.text)
@@ -423,6 +424,9 @@ class Copying:
         diverged = next(
             (n for n, line in enumerate(complete) if n >= len(self._region) or line != self._region[n]), None
         )
+        if diverged == len(self._region):  # the whole region copied, and the model writes on past it
+            self._rest, self._kept = [], diverged
+            return False
         block_start = len(complete) - RESYNC_LINES
         if diverged is None or block_start < diverged:
             return True
