@@ -415,3 +415,12 @@ async def test_bad_params_get_an_error_that_names_the_field(client: AssistantCli
         )
     with pytest.raises(JsonRpcException, match="didOpen"):
         await ask(client, uri + "-closed", 1, 0, 0)
+    replace(client, uri, 2, 0, 0, 3, "async def")  # an edit the model answers
+    await ask(client, uri, 2, 500, 7)  # a cursor past the end: an answer about the last lines, no error
+    close(client, uri)
+    emptied = open_text(client, tmp_path / "emptied.py", "x = 1\n")
+    replace(client, emptied, 2, 0, 0, 5, "")
+    replace(client, emptied, 3, 0, 0, 1, "")
+    assert await ask(client, emptied, 3, 0, 0) is None  # nothing left to rewrite
+    assert (await next_edit_stats(client))["last"]["outcome"] == "no region"
+    close(client, emptied)

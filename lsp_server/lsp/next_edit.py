@@ -162,13 +162,15 @@ class NextEdits:
         hunks = self.history.recent(params.uri)
         position = types.Position(params.position.line, params.position.character)
         cursor = document.offset_at_position(position)
-        prompt = next_edit.build_prompt(history, hunks, params.position.line)
         if not hunks:  # nothing to follow yet: read the window the next edit's prompt will start with
             self._warm_window(params.uri, params.position.line, params.version)
             return "no edits", None, {}
         repeated = next_edit.repeat_substitution(history, hunks, cursor)
         if repeated is not None:
             return "repeated", self._offer(document, repeated), {}
+        prompt = next_edit.build_prompt(history, hunks, params.position.line)
+        if not prompt.region.text.strip():
+            return "no region", None, {}  # an empty document, or the cursor past its end
         task = asyncio.ensure_future(self._generate(prompt))
         self._running[params.uri] = task
         try:
