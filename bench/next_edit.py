@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import dataclasses
 import http.client
 import json
 import os
@@ -811,6 +812,8 @@ ABOUT_INTERFERENCE = (
 def run(model: Path, binary: Path | None, quick: bool = False) -> list[report.Section]:
     """(N1)-(N3) on one model, printed as they come; returns the doc's two sections."""
     started, load_at_start = time.perf_counter(), load()
+    # The checkout as the servers start (the commit is read now: the tree may move while the part runs).
+    run_line = report.Run.now(threads=THREADS, model=model, figures="one run, percentiles over the requests")
     text = DOC_SOURCE.read_text(encoding="utf-8")
     steps = script(text)
     lines = text.splitlines()
@@ -862,12 +865,8 @@ def run(model: Path, binary: Path | None, quick: bool = False) -> list[report.Se
         "are not."
     )
     key = report.key_part(model.name)
-    run_line = report.Run.now(
-        threads=THREADS,
-        model=model,
-        figures="one run, percentiles over the requests",
-        notes=f"load average {load_at_start} at the start, {load()} at the end (1 min)",
-    )
+    notes = f"load average {load_at_start} at the start, {load()} at the end (1 min)"
+    run_line = dataclasses.replace(run_line, notes=notes)
     return [
         report.Section(
             f"bench/next-edit/{key}",
