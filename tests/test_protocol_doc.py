@@ -193,6 +193,8 @@ def test_the_contributed_settings_have_the_servers_types_defaults_and_bounds() -
             expected = {"type": "boolean", "default": default}
         elif isinstance(default, str):
             expected = {"type": "string", "default": default}
+        elif name == "mcp_servers":  # {name: server} on the wire; none by default
+            expected = {"type": "object", "default": {}}
         elif isinstance(default, tuple):  # globs: a JSON array of strings
             expected = {"type": "array", "default": list(default)}
         else:
