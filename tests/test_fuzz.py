@@ -1,6 +1,6 @@
 """Seeded, bounded fuzzing of the real server over raw stdio, on the tiny model.
 
-Thousands of messages mix what an editor sends (stats, code actions, chats, commands, document
+Thousands of messages mix what an editor sends (stats, code actions, chats, next edits, commands, document
 notifications, cancels) with what a broken or hostile client might (malformed envelopes, random JSON
 as params, forged diagnostics and cancel ids, a second initialize, batches, huge strings, broken
 framing). Every request in a well-framed message must be
@@ -57,6 +57,7 @@ REQUEST_METHODS = [
     "assistant/stats",
     "assistant/chat",
     "assistant/searchCodebase",
+    "assistant/nextEdit",
     "textDocument/codeAction",
     "codeAction/resolve",
     "workspace/executeCommand",
@@ -173,6 +174,21 @@ class Fuzzer:
         if self.rng.random() < 0.1:
             params = self.rng.choice([None, [], "query"])
         return self.request("assistant/searchCodebase", params, "search")
+
+    def next_edit(self) -> Sent:
+        """A next-edit request (mostly about a version the document is not at, or malformed), or what
+        the client says of a suggestion (an id the server may never have given)."""
+        if self.rng.random() < 0.3:
+            method = self.rng.choice(
+                ["assistant/nextEditShown", "assistant/nextEditAccepted", "assistant/nextEditRejected"]
+            )
+            params: Any = {"id": self.rng.choice(["ne-1", "ne-2", "", 5, None, self.text(200)])}
+            return self.notification(method, self.rng.choice([params, None, []]), "nextEditFeedback")
+        version = self.rng.choice([1, 2, 99, -1, 2**40, None, "2"])
+        params = {"textDocument": {"uri": self.uri(), "version": version}, "position": self.position()}
+        if self.rng.random() < 0.1:
+            params = self.rng.choice([None, [], {"textDocument": {"uri": self.uri()}}])
+        return self.request("assistant/nextEdit", params, "nextEdit")
 
     def code_action(self) -> Sent:
         params = {
@@ -402,6 +418,7 @@ class Fuzzer:
             (self.code_action, 10),
             (self.chat, 8),
             (self.search, 5),
+            (self.next_edit, 5),
             (self.command, 5),
             (self.resolve, 3),
             (self.cancel, 6),
