@@ -91,9 +91,10 @@ class NextEdits:
         document = documents.get_document(self._server.workspace, uri)
         if document is None:
             return
-        self.history.changed(uri, self._shown_path(document), document.source)
+        path = self._shown_path(document)
+        self.history.changed(uri, path, document.source)
         hunks = self.history.recent(uri)
-        if hunks and hunks[-1].path == self._shown_path(document):
+        if hunks and hunks[-1].path == path:
             # The suggestion after this edit starts with the window around it: read it while the user types.
             self._warm_window(uri, hunks[-1].line + max(hunks[-1].after_lines - 1, 0), document.version or 0)
 
