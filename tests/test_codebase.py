@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -382,8 +383,11 @@ async def test_the_index_follows_its_settings_while_the_server_runs(
         model.server_close()
 
 
-def test_the_ranker_scores_as_bm25s_does(repo: Path):
-    """The index builds BM25's matrix with numpy; bm25s (a Python loop per chunk) is the reference."""
+@pytest.mark.parametrize("merge_files", [codebase.MERGE_FILES, 2])
+def test_the_ranker_scores_as_bm25s_does(repo: Path, merge_files: int, monkeypatch: pytest.MonkeyPatch):
+    """The index builds BM25's matrix with numpy, merging files in as the build reads them (every 2 files:
+    three merges here); bm25s (a Python loop per chunk) is the reference."""
+    monkeypatch.setattr(codebase, "MERGE_FILES", merge_files)
     index = CodebaseIndex([repo])
     index.build()
     shown_paths = sorted(index.listed_files())
@@ -402,3 +406,91 @@ def test_the_ranker_scores_as_bm25s_does(repo: Path):
         found = {(hit.path, hit.start_line): hit.score for hit in index.search(query, limit=len(cut))}
         for key, score in zip(chunks, expected * weights, strict=True):
             assert found.get(key, 0.0) == pytest.approx(round(float(score), 4), abs=1e-4), (query, key)
+
+
+def all_scores(index: CodebaseIndex, queries: list[str]) -> list[list[tuple[str, int, float]]]:
+    return [[(hit.path, hit.start_line, hit.score) for hit in index.search(query, 100)] for query in queries]
+
+
+def test_a_search_during_a_refresh_answers_at_once_from_the_last_ranker_and_the_changed_files(repo: Path):
+    index = CodebaseIndex([repo])
+    index.build()
+    before = index._ranker
+    release = threading.Event()
+
+    def pause() -> None:  # the refresh waits, as while the model works
+        release.wait(30)
+
+    index.pause = pause
+    (repo / "src" / "shapes.py").write_text(
+        "def parallelogram_area(base, height):\n    return base * height\n"
+    )
+    index.update(repo / "src" / "shapes.py")
+    (repo / "src" / "new.py").write_text("def trapezoid_area(top, bottom, height):\n    return 0\n")
+    index.update(repo / "src" / "new.py")
+    (repo / "README.md").unlink()
+    index.update(repo / "README.md")
+    try:
+        started = time.perf_counter()
+        hits = index.search("parallelogram area")
+        assert time.perf_counter() - started < 1.0
+        assert not index.refreshed(timeout=0.05) and index._ranker is before  # the refresh waits
+        # The changed files' new chunks are found; their old ones and the removed file's are not.
+        assert (hits[0].path, hits[0].symbol) == ("src/shapes.py", "parallelogram_area")
+        assert index.search("trapezoid")[0].path == "src/new.py"
+        assert all(hit.symbol != "area" for hit in index.search("area width height", 20))
+        assert all(hit.path != "README.md" for hit in index.search("net reach server retry delay", 20))
+        assert index.definitions("parallelogram_area") == [("src/shapes.py", 1, 2)]
+        assert index.definitions("area") == []
+        assert index.n_files == 5 and index.n_chunks == len(index.chunks())
+    finally:
+        release.set()
+    assert index.refreshed(timeout=30) and index._ranker is not before
+    fresh = CodebaseIndex([repo])
+    fresh.build()
+    queries = ["parallelogram area", "trapezoid height", "reach server retry delay", "session close net"]
+    assert all_scores(index, queries) == all_scores(fresh, queries)  # as if built from scratch
+
+
+def test_the_ranker_refreshed_after_many_changes_equals_one_built_from_scratch(repo: Path):
+    index = CodebaseIndex([repo])
+    index.build()
+    for round_ in range(3):
+        (repo / "src" / f"extra{round_}.py").write_text(f"def retry_{round_}(server):\n    return server\n")
+        index.update(repo / "src" / f"extra{round_}.py")
+        index.update(repo / "src" / "net.py", RETRY.replace("delay", f"pause{round_}"))  # the editor's text
+        index.search("retry server")  # starts a refresh; the next changes come while it runs
+    (repo / "src" / "extra1.py").unlink()
+    index.update(repo / "src" / "extra1.py")
+    index.search("retry")
+    assert index.refreshed(timeout=30)
+    index.search("retry")  # the changes made during the last refresh
+    assert index.refreshed(timeout=30) and not index._pending
+    (repo / "src" / "net.py").write_text(RETRY.replace("delay", "pause2"))
+    fresh = CodebaseIndex([repo])
+    fresh.build()
+    queries = ["retry server", "reach server pause", "delay doubles", "session close area"]
+    assert all_scores(index, queries) == all_scores(fresh, queries)
+    assert index.definitions("retry_2") == fresh.definitions("retry_2") == [("src/extra2.py", 1, 2)]
+
+
+def test_a_saved_index_whose_arrays_do_not_hold_together_is_not_read(repo: Path):
+    index = CodebaseIndex([repo])
+    index.build()
+    saved = repo.parent / "index.npz"
+    index.save(saved)
+    with np.load(saved) as arrays:
+        good = dict(arrays)
+    for name, bad in [
+        ("rows", good["rows"] + 1000),
+        ("counts", np.zeros_like(good["counts"])),
+        ("starts", good["starts"][:-1]),
+        ("lines", good["lines"].astype(np.int64)),
+        ("paths", good["paths"][: good["paths"].tobytes().rindex(b"\0")]),  # a file fewer
+        ("symbols", good["symbols"][:0]),
+    ]:
+        np.savez(saved, **{**good, name: bad})
+        again = CodebaseIndex([repo])
+        assert again.load(saved) is False and again.n_files == 0, name
+    np.savez(saved, **good)
+    assert CodebaseIndex([repo]).load(saved)

@@ -246,13 +246,12 @@ def ahead_cost(
 ) -> Ahead:
     ahead = Ahead(repo, parent)
     started = time.perf_counter()
-    for path in sorted(index._files):  # every chunk, as the index holds them (no public listing)
-        for chunk in index._files[path].chunks:
-            text = chunk_text(root, path, chunk.start_line, chunk.end_line, chunk.symbol)
-            n = len(embedder.tokenize(text))
-            ahead.n_chunks += 1
-            ahead.n_tokens += min(n, tokens)
-            ahead.n_tokens_uncut += n
+    for path, chunk in index.chunks():  # every chunk, as the index holds them
+        text = chunk_text(root, path, chunk.start_line, chunk.end_line, chunk.symbol)
+        n = len(embedder.tokenize(text))
+        ahead.n_chunks += 1
+        ahead.n_tokens += min(n, tokens)
+        ahead.n_tokens_uncut += n
     ahead.t_tokenize_s = time.perf_counter() - started
     return ahead
 

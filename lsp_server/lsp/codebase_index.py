@@ -6,7 +6,9 @@ a code action waits on it for one file at most (a request's tool calls do not pa
 idle then). It starts from the index saved in
 `cacheDir` for the same folders, reading again only the files that changed since, and shows LSP
 work-done progress. Edits in the editor (didChange, debounced), saves and the client's file events
-(workspace/didChangeWatchedFiles, registered where the client allows) update it file by file.
+(workspace/didChangeWatchedFiles, registered where the client allows) update it file by file; the
+search that follows a change starts the ranker's refresh in a thread of the index's, which pauses as
+the build does, and answers at once from the ranker it has and the changed files' new chunks.
 `assistant/searchCodebase` answers from it, and so does the tools' `search` when a pattern matches
 no line (ToolRunner); while it is being built, with what it has so far, `ready` false.
 """
@@ -26,7 +28,7 @@ from typing import Any, Protocol
 from lsprotocol import types
 from pygls.workspace import Workspace
 
-from ..assistant.codebase import CodebaseIndex, Hit
+from ..assistant.codebase import CodebaseIndex, Hit, Stopped
 from ..assistant.tools.workspace_files import ToolError
 from . import documents
 from .settings import Settings
@@ -98,7 +100,12 @@ class WorkspaceIndex:
 
     async def _build(self, roots: list[Path], stopping: threading.Event) -> None:
         settings = self._server.settings
-        index = CodebaseIndex(roots, settings.codebase_exclude, settings.codebase_max_file_kb << 10)
+        index = CodebaseIndex(
+            roots,
+            settings.codebase_exclude,
+            settings.codebase_max_file_kb << 10,
+            pause=functools.partial(self._pause, stopping),  # the build's and every ranker refresh's
+        )
         saved = self._saved_path(roots)
         started = time.monotonic()
         try:
@@ -116,7 +123,7 @@ class WorkspaceIndex:
                         self._server.report_progress, token, f"{done}/{total} files", percent
                     )
 
-            await asyncio.to_thread(index.build, functools.partial(self._pause, stopping), progress)
+            await asyncio.to_thread(index.build, None, progress)
             await asyncio.to_thread(index.save, saved)
             skipped = ", ".join(f"{n} {why}" for why, n in sorted(index.skipped.counts.items()))
             summary = f"{index.n_files} files, {index.n_chunks} chunks" + (
@@ -127,22 +134,23 @@ class WorkspaceIndex:
             log.info(
                 "indexed %s in %.1f s: %s", ", ".join(map(str, roots)), time.monotonic() - started, summary
             )
-        except _Stopped:
+        except Stopped:
             log.info("indexing %s stopped", ", ".join(map(str, roots)))
         except Exception:  # a bug of ours must not end the server: chat works without the index
             log.exception("indexing %s failed", roots)
 
     def _pause(self, stopping: threading.Event) -> None:
-        """Between two files of the build (in its thread): waits while the model works on a request
-        (not while a request's tool runs: then the model waits, and the build may use the time)."""
+        """Between two files of the build, or before a ranker's refresh (in their thread): waits while
+        the model works on a request (not while a request's tool runs: then the model waits, and the
+        index may use the time)."""
         while self._server.model_working and not stopping.is_set():
             time.sleep(BUSY_POLL_S)
         if stopping.is_set():
-            raise _Stopped  # ends the build's thread at the next file
+            raise Stopped  # ends the build's thread at the next file, or a refresh before it starts
 
     def _saved_path(self, roots: list[Path]) -> Path:
         key = hashlib.sha256("\0".join(str(root) for root in roots).encode()).hexdigest()[:16]
-        return self._server.settings.cache_dir / "index" / f"{key}.json.gz"
+        return self._server.settings.cache_dir / "index" / f"{key}.npz"
 
     # ---- changes ---------------------------------------------------------------------------------
 
@@ -183,10 +191,6 @@ class WorkspaceIndex:
             "results": [result for hit in hits if (result := _result(index, hit)) is not None],
             "indexed": {"files": index.n_files, "chunks": index.n_chunks, "ready": index.ready},
         }
-
-
-class _Stopped(Exception):
-    """The server is shutting down: the build ends."""
 
 
 def _result(index: CodebaseIndex, hit: Hit) -> dict[str, Any] | None:
