@@ -494,3 +494,10 @@ def test_a_saved_index_whose_arrays_do_not_hold_together_is_not_read(repo: Path)
         assert again.load(saved) is False and again.n_files == 0, name
     np.savez(saved, **good)
     assert CodebaseIndex([repo]).load(saved)
+    whole = saved.read_bytes()
+    for broken in (
+        whole[: len(whole) // 2],
+        whole[:200] + bytes(200) + whole[400:],
+    ):  # cut short, overwritten
+        saved.write_bytes(broken)
+        assert CodebaseIndex([repo]).load(saved) is False
