@@ -277,12 +277,12 @@ def test_the_index_is_bounded_and_survives_files_that_vanish(tmp_path: Path, mon
     assert index.ready
 
 
-def test_progress_is_reported_and_pause_runs_between_files(repo: Path):
+def test_progress_is_reported_and_pause_runs_between_files_and_the_merges_steps(repo: Path):
     seen: list[tuple[int, int]] = []
     pauses: list[int] = []
     index = CodebaseIndex([repo])
     index.build(pause=lambda: pauses.append(1), progress=lambda done, total: seen.append((done, total)))
-    assert seen[-1] == (5, 5) and len(pauses) == 5
+    assert seen[-1] == (5, 5) and len(pauses) == 5 + 2  # before each file; between the merge's 3 steps
 
 
 def test_the_search_tool_answers_a_sentence_with_the_indexs_code(repo: Path):
@@ -501,3 +501,22 @@ def test_a_saved_index_whose_arrays_do_not_hold_together_is_not_read(repo: Path)
     ):  # cut short, overwritten
         saved.write_bytes(broken)
         assert CodebaseIndex([repo]).load(saved) is False
+
+
+def test_a_refresh_stopped_midway_leaves_the_last_ranker_and_the_changes_searchable(repo: Path):
+    index = CodebaseIndex([repo])
+    index.build()
+    before = index._ranker
+    steps: list[int] = []
+
+    def stop_at_the_merges_second_step() -> None:  # the server shutting down while a merge runs
+        steps.append(1)
+        if len(steps) == 3:
+            raise codebase.Stopped
+
+    index.pause = stop_at_the_merges_second_step
+    index.update(repo / "src" / "shapes.py", "def rhombus_area(d1, d2):\n    return d1 * d2 / 2\n")
+    assert index.search("rhombus")[0].symbol == "rhombus_area"
+    assert index.refreshed(timeout=30) and index._ranker is before and len(steps) == 3
+    assert index.search("rhombus")[0].symbol == "rhombus_area"  # still from the changes; a refresh again
+    assert index.refreshed(timeout=30) and index._ranker is not before and not index._pending
