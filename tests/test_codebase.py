@@ -19,12 +19,14 @@ import numpy as np
 import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+from pygls.workspace import Workspace
 
 from lsp_server.assistant import codebase, languages
 from lsp_server.assistant.codebase import CodebaseIndex, words
 from lsp_server.assistant.tools.runner import ToolRunner
 from lsp_server.assistant.tools.workspace_files import WorkspaceFiles
 from lsp_server.lsp import protocol, settings
+from lsp_server.lsp.codebase_index import WorkspaceIndex
 
 from .lsp_client import AssistantClient, open_document
 from .test_chat_answers import ScriptedModel, rendered_probe  # noqa: F401 (a fixture)
@@ -520,3 +522,52 @@ def test_a_refresh_stopped_midway_leaves_the_last_ranker_and_the_changes_searcha
     assert index.refreshed(timeout=30) and index._ranker is before and len(steps) == 3
     assert index.search("rhombus")[0].symbol == "rhombus_area"  # still from the changes; a refresh again
     assert index.refreshed(timeout=30) and index._ranker is not before and not index._pending
+
+
+class IndexingServer:
+    """What WorkspaceIndex needs of the language server, with the model's work switched by the test."""
+
+    def __init__(self, root: Path, cache: Path) -> None:
+        self.workspace = Workspace(root.as_uri())
+        self.settings = settings.Settings(cache_dir=cache)
+        self.model_working = False
+
+    async def begin_progress(self, token: str, title: str) -> bool:
+        return False
+
+    def report_progress(self, token: str, message: str, percentage: int | None = None) -> None:
+        pass
+
+    def end_progress(self, token: str, message: str) -> None:
+        pass
+
+
+async def test_files_changed_on_disk_are_indexed_in_a_thread_that_waits_while_the_model_works(repo: Path):
+    server = IndexingServer(repo, repo.parent / "cache")
+    workspace_index = WorkspaceIndex(server)
+    workspace_index.start()
+    for _ in range(300):
+        if (await workspace_index.search("area width height", 1))["indexed"]["ready"]:
+            break
+        await asyncio.sleep(0.05)
+    server.model_working = True  # a chat is being answered: the index waits
+    changes = []
+    for n in range(20):  # as a branch switch would name them
+        (repo / "src" / f"branch{n}.py").write_text(f"def octagon_{n}(side):\n    return side * {n}\n")
+        changes.append(
+            types.FileEvent(uri=(repo / "src" / f"branch{n}.py").as_uri(), type=types.FileChangeType.Created)
+        )
+    try:
+        started = time.perf_counter()
+        workspace_index.files_changed(types.DidChangeWatchedFilesParams(changes=changes))
+        found = await workspace_index.search("octagon side", 5)
+        assert time.perf_counter() - started < 1.0 and found["results"] == []  # answered; not indexed yet
+    finally:
+        server.model_working = False
+    for _ in range(300):
+        found = await workspace_index.search("octagon side", 50)
+        if len(found["results"]) == 20:
+            break
+        await asyncio.sleep(0.05)
+    assert len(found["results"]) == 20 and found["indexed"]["files"] == 25, found
+    workspace_index.stop()

@@ -68,6 +68,8 @@ class WorkspaceIndex:
         self._building: asyncio.Task[None] | None = None
         self._stopping = threading.Event()
         self._updates: dict[str, asyncio.TimerHandle] = {}
+        self._disk_changes: dict[Path, None] = {}  # files the client saw change, not yet indexed again
+        self._applying: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         """Builds the index in the background, if the setting allows and there is a folder."""
@@ -86,6 +88,7 @@ class WorkspaceIndex:
         for handle in self._updates.values():
             handle.cancel()
         self._updates.clear()
+        self._disk_changes.clear()
 
     def settings_changed(self, old: Settings, new: Settings) -> None:
         """Turned on: the index is built; off: it is dropped; what it leaves out changed: built again (a
@@ -171,13 +174,28 @@ class WorkspaceIndex:
             self.index.update(path, document.source)
 
     def files_changed(self, params: types.DidChangeWatchedFilesParams) -> None:
-        """The client saw files created, changed or deleted on disk."""
+        """The client saw files created, changed or deleted on disk: indexed again in a thread, file by
+        file with the build's pause (a branch switched names thousands, a few ms each: on the server's
+        loop they would hold every request for seconds)."""
         if self.index is None:
             return
         for change in params.changes:
             path = documents.uri_to_path(change.uri)
             if path is not None:
-                self.index.update(path)
+                self._disk_changes[path] = None
+        if self._applying is None or self._applying.done():
+            self._applying = asyncio.ensure_future(self._apply_disk_changes())
+
+    async def _apply_disk_changes(self) -> None:
+        while self._disk_changes and (index := self.index) is not None:
+            paths = list(self._disk_changes)
+            self._disk_changes.clear()
+            try:
+                await asyncio.to_thread(_update_files, index, paths)
+            except Stopped:
+                return
+            except Exception:  # a bug of ours must not end the server
+                log.exception("indexing the files changed on disk failed")
 
     # ---- search ----------------------------------------------------------------------------------
 
@@ -191,6 +209,13 @@ class WorkspaceIndex:
             "results": [result for hit in hits if (result := _result(index, hit)) is not None],
             "indexed": {"files": index.n_files, "chunks": index.n_chunks, "ready": index.ready},
         }
+
+
+def _update_files(index: CodebaseIndex, paths: list[Path]) -> None:
+    for path in paths:
+        if index.pause is not None:
+            index.pause()
+        index.update(path)
 
 
 def _result(index: CodebaseIndex, hit: Hit) -> dict[str, Any] | None:
