@@ -25,7 +25,7 @@ LLAMA_SERVER := build/native/bin/llama-server
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 WHEEL := dist/llama_lsp-$(VERSION)-py3-none-linux_x86_64.whl
 
-.PHONY: help setup model test-models demo test test-fast test-python test-vscode dist vsix llama-server bench eval eval-chat eval-codebase eval-next-edit lint format generate clean
+.PHONY: help setup model test-models demo test test-fast test-python test-vscode dist vsix llama-server bench eval eval-chat eval-codebase eval-next-edit eval-mcp published-mcp lint format generate clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -66,7 +66,7 @@ test-fast: setup ## Tests without the real models (a few minutes; no model downl
 	XDG_CACHE_HOME=$$(mktemp -d) timeout $(T_TEST) $(BIN)/pytest -q -m "not real_model"
 
 # The remote-backend tests run against a real llama-server, built once from the pinned source.
-test-python: setup test-models $(LLAMA_SERVER) ## pytest: engine, server, remote backend, CLI, Neovim plugin
+test-python: setup test-models published-mcp $(LLAMA_SERVER) ## pytest: engine, server, remote backend, CLI, Neovim plugin
 	timeout $(T_TEST) $(BIN)/pytest -ra
 
 # npm writes node_modules/.package-lock.json on every install: a stamp for "installed from this lock".
@@ -91,7 +91,7 @@ dist: $(WHEEL) ## Build the package: dist/ gets the sdist and a platform wheel w
 
 vsix: $(VSIX) ## Build the VS Code extension (editors/vscode/llama-lsp.vsix)
 
-test-vscode: setup test-models $(LLAMA_SERVER) $(VSIX) ## VS Code: typecheck, unit and protocol tests, then real VS Code (code-server)
+test-vscode: setup test-models published-mcp $(LLAMA_SERVER) $(VSIX) ## VS Code: typecheck, unit and protocol tests, then real VS Code (code-server)
 	cd $(VSCODE) && timeout 300 npm run check && timeout 300 npm test
 	cd $(VSCODE) && LLAMA_LSP_SERVER=$(abspath $(BIN))/llama-lsp timeout 600 npm run test:protocol
 	timeout 1200 bash $(VSCODE)/e2e/install.sh
@@ -110,7 +110,7 @@ llama-server: $(LLAMA_SERVER) ## Build llama.cpp's llama-server (build/native/bi
 # model another ~30 min.
 # BENCH_ARGS: e.g. --runs 1, --only versus (engine, versus, backends, prefill, typing, rewrite, check, index;
 # repeatable), --rewrite-tasks 'doc_*', --quick, --no-docs
-bench: setup test-models $(LLAMA_SERVER) ## Benchmarks on the test model, ours against llama-server; into docs/performance.md (--no-docs: not)
+bench: setup test-models published-mcp $(LLAMA_SERVER) ## Benchmarks on the test model, ours against llama-server; into docs/performance.md (--no-docs: not)
 	timeout $(T_BENCH) $(BIN)/python -m bench $(BENCH_ARGS)
 
 # EVAL_ARGS: e.g. --tasks 'fix_*' --threads 2 --model qwen2.5-coder-0.5b --json eval.json --no-docs
@@ -133,6 +133,25 @@ eval-codebase: setup ## The workspace index's file ranking vs grep and BM25 (eva
 eval-next-edit: setup test-models ## Next-edit suggestions on real commits vs the substitution baseline (eval/next_edit; slow); into docs/quality.md
 	timeout 600 $(BIN)/python eval/next_edit/build.py
 	timeout $(T_EVAL) $(BIN)/python eval/next_edit/run.py $(NEXT_EDIT_EVAL_ARGS)
+
+# The published MCP servers the tests and eval-mcp run, pinned: the reference filesystem and memory servers
+# from npm (tests/published_mcp/package.json and its lock), the git and time servers from PyPI in a venv of
+# their own (they bring their own SDK).
+PUBLISHED_MCP_NPM := tests/published_mcp/node_modules/.package-lock.json
+PUBLISHED_MCP_PY := build/published-mcp/.installed
+$(PUBLISHED_MCP_NPM): tests/published_mcp/package-lock.json
+	cd tests/published_mcp && timeout 600 npm ci --no-audit --no-fund
+	@touch $@
+$(PUBLISHED_MCP_PY): tests/published_mcp/requirements.txt
+	@[ -x build/published-mcp/bin/python ] || $(PYTHON) -m venv build/published-mcp
+	timeout 600 build/published-mcp/bin/pip install -q --disable-pip-version-check -r tests/published_mcp/requirements.txt
+	@touch $@
+published-mcp: $(PUBLISHED_MCP_NPM) $(PUBLISHED_MCP_PY) ## Install the published MCP servers the tests and eval-mcp run (pinned)
+
+# Prompts that need a tool, with the published git, time and memory servers configured (eval/mcp/README.md).
+# MCP_EVAL_ARGS: e.g. --cases 'git-*' --configs '3 servers' --option mcpToolChoice='"first"' --json mcp.json
+eval-mcp: setup test-models published-mcp ## Chat's first tool call with 0-3 published MCP servers (eval/mcp; slow); into docs/quality.md
+	timeout $(T_EVAL) $(BIN)/python eval/mcp/run.py $(MCP_EVAL_ARGS)
 
 lint: setup ## ruff and mypy
 	$(BIN)/ruff check lsp_server dev tests bench eval harness native/fetch_llama_cpp.py

@@ -18,7 +18,7 @@ from pathlib import Path
 from harness import report
 from lsp_server.engine import models
 
-from . import checks, index, next_edit, rewrite, versus
+from . import checks, index, mcp, next_edit, rewrite, versus
 from .baseline import find_decode_loop
 from .parts import (
     Row,
@@ -91,7 +91,7 @@ def run(settings: Settings, label: str) -> report.Section:
     )
 
 
-PARTS = ("engine", "versus", "backends", "prefill", "typing", "rewrite", "check", "index", "next-edit")
+PARTS = ("engine", "versus", "backends", "prefill", "typing", "rewrite", "check", "index", "next-edit", "mcp")
 
 
 def against_llama_server(plan: versus.Plan, parts: set[str], quick: bool) -> list[report.Section]:
@@ -136,7 +136,8 @@ def main(argv: list[str] | None = None) -> None:
         "workspace index's build, reload, update, query and memory at 1 thread on the standard library, and "
         "a chat's first token while it builds, next-edit (N): a suggestion's latency on a warm file at 1 "
         "thread against llama-server sent the same prompts, and completion and chat with suggestions off "
-        "and on (the test model, or --model; 5-15 minutes a model on 2 cores)",
+        "and on (the test model, or --model; 5-15 minutes a model on 2 cores), mcp (M): a chat's first "
+        "token with the published MCP servers of eval-mcp configured, against none (`make published-mcp`)",
     )
     parser.add_argument(
         "--rewrite-tasks", help=f"eval tasks for (W), a glob (default: {', '.join(rewrite.DEFAULT_TASKS)})"
@@ -177,6 +178,8 @@ def main(argv: list[str] | None = None) -> None:
             if binary is None:
                 raise SystemExit(f"bench: {versus.SERVER} is missing; run `make llama-server`")
             document(*next_edit.run(model, binary))
+        if "mcp" in parts:
+            document(mcp.run(model, runs=args.runs or mcp.RUNS))
         return
     from harness.tiny_model import write_tiny_model  # needs the [test] extra (gguf)
 

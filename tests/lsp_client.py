@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.protocol import default_converter
 from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
+from lsp_server.lsp.lsp_json import plain_json_converter
 from lsp_server.lsp.protocol import STATUS, to_plain
 
 SERVER_COMMAND = [sys.executable, "-m", "lsp_server", "--stdio"]
@@ -44,7 +44,7 @@ class AssistantClient(LanguageClient):
 
 
 def make_client() -> AssistantClient:
-    client = AssistantClient(converter_factory=default_converter)
+    client = AssistantClient(converter_factory=plain_json_converter)
     register_lsp_features(client, {m: f for m, f in DEFAULT_CLIENT_FEATURES.items() if m != types.PROGRESS})
     client.partials = {}
     client.statuses = []

@@ -24,6 +24,7 @@ import pytest
 import pytest_asyncio
 from pytest_lsp import ClientServerConfig
 
+from harness.published_mcp import FILESYSTEM_SERVER
 from lsp_server.assistant.tools import mcp_servers
 from lsp_server.assistant.tools.mcp_config import (
     McpConfigError,
@@ -176,6 +177,31 @@ async def test_a_changed_configuration_stops_the_server_and_an_unchanged_one_kee
     assert [tool.name for tool in await servers.tools(wait_s=30)] == ["lookup_ticket"]
 
 
+def published_filesystem_server() -> str:
+    assert FILESYSTEM_SERVER.exists(), f"{FILESYSTEM_SERVER} is missing: run `make published-mcp`"
+    return str(FILESYSTEM_SERVER)
+
+
+async def test_a_published_server_from_npm_is_listed_and_called(tmp_path: Path) -> None:
+    (tmp_path / "plan.md").write_text("Ship 2.4.2 on Friday.\n")
+    servers = McpServers()
+    try:
+        await servers.configure(
+            [McpServerConfig("files", command=published_filesystem_server(), args=(str(tmp_path),))]
+        )
+        tools = {tool.name: tool for tool in await servers.tools(wait_s=60)}
+        assert {"read_text_file", "list_directory", "write_file"} <= tools.keys()
+        assert tools["read_text_file"].read_only and not tools["write_file"].read_only
+        server = servers.server("files")
+        assert server is not None
+        read = await server.call("read_text_file", {"path": str(tmp_path / "plan.md")}, 30)
+        assert read.ok and "Ship 2.4.2 on Friday." in read.text
+        outside = await server.call("read_text_file", {"path": "/etc/hostname"}, 30)
+        assert not outside.ok and "denied" in outside.text.lower()  # its own sandbox, as published
+    finally:
+        await servers.close()
+
+
 # --- the tools in chat ----------------------------------------------------------------------------
 
 
@@ -195,6 +221,22 @@ async def test_the_offer_names_tools_server_dot_tool_within_the_limit(servers: M
         "properties": {"ticket": {"type": "string"}},  # the titles cost tokens and say nothing
         "required": ["ticket"],
     }
+
+
+async def test_a_question_is_offered_the_tools_that_match_it_and_none_when_none_does(
+    servers: McpServers,
+) -> None:
+    tools = await servers.tools(wait_s=30)
+    # Every tool's text holds its server's name ("tracker"); the ticket and the note decide.
+    asked = offer(tools, limit=2, question="Look up ticket ABC-12, then write a note on what you found.")
+    assert [tool.name for tool in asked.tools] == ["tracker.lookup_ticket", "tracker.create_note"]
+    assert "tracker.flood" in asked.left_out and len(asked.left_out) == len(ALL_TOOLS) - 2
+    # In the servers' order, whatever matched best: the note is asked for first here.
+    asked = offer(tools, limit=2, question="Create a note: the ticket ABC-12 is fixed.")
+    assert [tool.name for tool in asked.tools] == ["tracker.lookup_ticket", "tracker.create_note"]
+    # Nothing in common: no MCP tool, so the prompt is the one a chat without MCP servers has.
+    assert offer(tools, limit=8, question="Why does this loop go on forever?").tools == ()
+    assert offer(tools, limit=8, question="").tools == ()
 
 
 class Asked:
@@ -400,7 +442,8 @@ SERVER_OPTIONS = {
             "command": sys.executable,
             "args": [str(SCRIPT), "--tools", "lookup_ticket,create_note"],
             "env": {"MCP_TEST_NOTES": str(NOTES_DIR / "notes.txt")},
-        }
+        },
+        "files": {"command": str(FILESYSTEM_SERVER), "args": ["${workspaceFolder}"]},
     },
 }
 
@@ -443,3 +486,17 @@ async def test_chat_calls_an_mcp_tool_and_answers_with_its_result(client: Assist
     ]
     assert asked[0]["conversationId"] == result["conversationId"]
     assert "standup" in (NOTES_DIR / "notes.txt").read_text()
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_chat_calls_a_published_servers_tool(client: AssistantClient, workspace: Path) -> None:
+    published_filesystem_server()
+    result = await client.request(
+        protocol.CHAT,
+        {"message": f"Call files.list_directory with the path {workspace}."},
+    )
+    calls = [(call["name"], call["result"]) for call in result["toolCalls"]]
+    assert any(name == "files.list_directory" and "inventory.py" in answer for name, answer in calls), result
+    stats = await client.request(protocol.STATS, {})
+    assert "files.list_directory" in stats["mcp"]["offered"]  # the latest conversation's tools
+    assert "tracker.lookup_ticket" not in stats["mcp"]["offered"]  # nothing in the question asks for it

@@ -4,10 +4,11 @@ Against the real server, the test model and a real MCP server written with the S
 run with this Python), configured through `mcpServers` in setup() in a folder the user trusted: a chat
 question that the model answers with the read-only `tracker.lookup_ticket` asks nothing; one that makes it
 call the write tool `tracker.create_note` asks through vim.ui.select, showing the tool, its server and its
-arguments, and the note is written when the user picks "Allow", not when they pick "Deny"; :checkhealth
-names the server running with its tool count. A folder not trusted, whose own .mcp.json declares a server,
-starts none. vim.ui.select is replaced as a picker plugin replaces it, answering later than it is called,
-so the handler's asynchronous answer is what is tested.
+arguments, and the note is written when the user picks "Allow", not when they pick "Deny"; a published
+server (the reference filesystem server from npm, `make published-mcp`) lists a folder without asking;
+:checkhealth names the servers running with their tool counts. A folder not trusted, whose own
+.mcp.json declares a server, starts none. vim.ui.select is replaced as a picker plugin replaces it,
+answering later than it is called, so the handler's asynchronous answer is what is tested.
 
 Offline, no server: the handler as Neovim's rpc.lua runs it (in a coroutine), every choice, cancelling and
 a failing picker (deny), long arguments cut, the settings an untrusted folder gets, :checkhealth's lines.
@@ -22,6 +23,8 @@ import os
 import sys
 from pathlib import Path
 
+from harness.published_mcp import FILESYSTEM_SERVER
+
 from .conftest import ROOT, TEST_MODEL
 from .test_nvim import BIN, neovim_dirs, run_script
 
@@ -31,9 +34,10 @@ MCP_SERVER = ROOT / "tests" / "mcp_test_server.py"
 STEPS = [
     "setup in a trusted folder, then attach: the MCP server starts",
     "a read-only tool runs without asking",
+    "a published server's tool (the reference filesystem server, from npm) runs without asking",
     "a write tool asks with the tool, its server and its arguments; Allow runs it",
     "Deny: the tool does not run, and the model reads that the user declined",
-    ":checkhealth names the MCP server running, with its tool count",
+    ":checkhealth names the MCP servers running, with their tool counts",
     "an untrusted folder: no MCP server starts, neither the setting's nor the folder's .mcp.json",
 ]
 
@@ -62,6 +66,9 @@ def test_mcp_tools_ask_in_headless_neovim_against_the_real_server(test_model_pat
         "args": [str(MCP_SERVER), "--tools", "lookup_ticket,create_note"],
         "env": {"MCP_TEST_NOTES": str(notes)},
     }
+    # A published server as users install it: the reference filesystem server from npm (pinned).
+    assert FILESYSTEM_SERVER.exists(), f"{FILESYSTEM_SERVER} is missing: run `make published-mcp`"
+    files = {"command": str(FILESYSTEM_SERVER), "args": [str(workspace)]}
     untrusted = tmp_path / "cloned"
     untrusted.mkdir()
     (untrusted / "code.py").write_text("def f(x):\n    return x\n")
@@ -79,7 +86,7 @@ def test_mcp_tools_ask_in_headless_neovim_against_the_real_server(test_model_pat
         LLAMA_LSP_CACHE=str(tmp_path / "cache"),
         LLAMA_LSP_WORKSPACE=str(workspace),
         LLAMA_LSP_UNTRUSTED=str(untrusted),
-        LLAMA_LSP_MCP_SERVERS=json.dumps({"tracker": tracker}),
+        LLAMA_LSP_MCP_SERVERS=json.dumps({"tracker": tracker, "files": files}),
         MCP_TEST_NOTES=str(notes),
         MCP_TEST_STARTS=str(project_starts),
         **neovim_dirs(tmp_path),

@@ -20,8 +20,10 @@ from typing import Any
 
 import pytest
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
 
 from lsp_server.lsp import rpc_envelope, rpc_protocol
+from lsp_server.lsp.lsp_json import plain_json_converter
 from lsp_server.lsp.rpc_envelope import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -742,3 +744,21 @@ def test_cancelling_execute_command_stops_the_command_and_shutdown_answers(tiny_
         assert not [v for v in server.received if v.get("method") == "workspace/applyEdit"]
     finally:
         server.close()
+
+
+def test_custom_params_and_results_stay_plain_json_whatever_their_keys() -> None:
+    # pygls's own converter renames keys that are not Python identifiers (a tool call's `from`) to `_0`
+    # and drops `type_name`; ours keeps custom methods' JSON as sent, both ways.
+    converter = plain_json_converter()
+    arguments = {"relations": [{"from": "a", "to": "b"}], "my-key": 1, "type_name": "kept"}
+    response = converter.structure(
+        {"jsonrpc": "2.0", "id": 1, "result": {"toolCalls": [{"arguments": arguments}]}},
+        JsonRPCResponseMessage,
+    )
+    assert response.result == {"toolCalls": [{"arguments": arguments}]}
+    request = converter.structure(
+        {"jsonrpc": "2.0", "id": 2, "method": "assistant/chat", "params": {"from": 1}}, JsonRPCRequestMessage
+    )
+    assert request.params == {"from": 1}
+    notification = converter.structure({"jsonrpc": "2.0", "method": "assistant/x"}, JsonRPCNotification)
+    assert notification.params is None

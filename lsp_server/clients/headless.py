@@ -19,7 +19,6 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.client import LanguageClient
-from pygls.protocol import default_converter
 
 from ..lsp import lsp_json, protocol
 from ..lsp.rpc_client import server_process
@@ -27,7 +26,7 @@ from ..lsp.rpc_client import server_process
 
 class HeadlessClient(LanguageClient):
     def __init__(self, verbose: bool = False):
-        super().__init__("llama-lsp-ask", "1", converter_factory=default_converter)
+        super().__init__("llama-lsp-ask", "1", converter_factory=lsp_json.plain_json_converter)
         self.verbose = verbose  # the server's stderr is shown, not only drained
         self.stream: Callable[[str], None] | None = None  # where partial results go
         self.status: asyncio.Queue[dict[str, Any]] = asyncio.Queue()

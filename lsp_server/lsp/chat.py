@@ -30,7 +30,9 @@ async def chat(
         if params.partial_result_token is not None:
             send_progress(types.ProgressParams(token=params.partial_result_token, value={"delta": piece}))
 
-    async with turns.turn(params.uri, conversation_id=params.conversation_id, mcp_tools=True) as turn:
+    async with turns.turn(
+        params.uri, conversation_id=params.conversation_id, mcp_question=params.message
+    ) as turn:
         message = question = params.message
         about_codebase = bool(CODEBASE.search(question)) or turn.settings.chat_codebase == "always"
         if about_codebase:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pygls.workspace import Workspace
 
+from ..assistant import prompts
 from ..assistant.conversation import Conversation
 from ..assistant.tools.mcp_config import (
     MAX_LOCAL_TOOLS,
@@ -67,6 +68,7 @@ class McpFeature:
         self._servers: McpServers | None = None  # created with the first configured server
         self._consent: Any = None
         self._configs: tuple[McpServerConfig, ...] = ()
+        self._latest_offer: Offer | None = None  # the latest conversation's tools, for the stats
         self._warned: set[str] = set()
         self._lock = asyncio.Lock()
 
@@ -134,25 +136,35 @@ class McpFeature:
 
     # ---- chat -------------------------------------------------------------------------------------
 
-    async def offer(self, remote: bool) -> Offer | None:
-        """The MCP tools a new chat conversation gets (starting the servers that are not running); None
-        when no server is configured."""
+    async def offer(self, question: str) -> Offer | None:
+        """The MCP tools a new chat conversation that starts with `question` gets (starting the servers
+        that are not running); None when no server is configured."""
         servers = await self.refresh()
         if servers is None or not self._configs:
             return None
         from ..assistant.tools.mcp_tools import offer
 
         tools = await servers.tools(START_WAIT_S)
-        return offer(tools, MAX_REMOTE_TOOLS if remote else MAX_LOCAL_TOOLS)
+        settings = self._server.settings
+        limit = MAX_REMOTE_TOOLS if settings.backend is not None else MAX_LOCAL_TOOLS
+        return offer(tools, limit, question if settings.mcp_tool_choice == "relevant" else None)
 
-    async def start_conversation(self, conversation: Conversation) -> None:
-        """Fixes a new chat conversation's MCP tools, which its prompts declare from now on."""
+    async def start_conversation(self, conversation: Conversation, question: str) -> None:
+        """Fixes a new chat conversation's MCP tools, which its prompts declare from now on: those for
+        its first message, `question` ("" to read a conversation's opening ahead: with the relevant
+        tools chosen, none)."""
         if conversation.started:
             return
-        offered = await self.offer(self._server.settings.backend is not None)
-        if offered is not None:
-            conversation.extra_tools = offered.schemas
-            conversation.offer = offered.tools
+        offered = await self.offer(question)
+        if offered is None:
+            return
+        conversation.extra_tools = offered.schemas
+        conversation.offer = offered.tools
+        roots = documents.workspace_roots(self._server.workspace)
+        if offered.tools and roots:
+            conversation.messages[0] = prompts.system_message(str(roots[0]))
+        if question:
+            self._latest_offer = offered
 
     def toolbox(self, conversation: Conversation) -> McpToolbox | None:
         """What runs the MCP tools a chat conversation offers; None when it offers none."""
@@ -193,14 +205,17 @@ class McpFeature:
     # ---- figures and lifecycle ----------------------------------------------------------------------
 
     def stats_json(self) -> dict[str, Any]:
-        """`assistant/stats`'s `mcp`: the servers, and what a new conversation would offer of the tools
-        known now (nothing is started for it)."""
+        """`assistant/stats`'s `mcp`: the servers, and the MCP tools the latest chat conversation was
+        offered and not (before any: what the first ones would be of the tools known now; nothing is
+        started for it)."""
         if self._servers is None:
             return {"servers": [], "offered": [], "leftOut": []}
         from ..assistant.tools.mcp_tools import offer
 
-        limit = MAX_REMOTE_TOOLS if self._server.settings.backend is not None else MAX_LOCAL_TOOLS
-        offered = offer(self._servers.known_tools(), limit)
+        offered = self._latest_offer
+        if offered is None:
+            limit = MAX_REMOTE_TOOLS if self._server.settings.backend is not None else MAX_LOCAL_TOOLS
+            offered = offer(self._servers.known_tools(), limit)
         return {
             "servers": self._servers.stats_json(),
             "offered": [tool.name for tool in offered.tools],

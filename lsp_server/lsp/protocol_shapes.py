@@ -374,11 +374,21 @@ McpServerStats = Interface(
 
 McpStats = Interface(
     "McpStats",
-    "The MCP servers and the tools a new conversation offers the model.",
+    "The MCP servers and the tools the latest chat conversation was offered.",
     (
         field("servers", ListOf(McpServerStats), "In the order of the configuration."),
-        field("offered", ListOf(STRING), "The tools a new chat conversation offers, as `server.tool`."),
-        field("leftOut", ListOf(STRING), "Tools past the limit of tools per conversation."),
+        field(
+            "offered",
+            ListOf(STRING),
+            "The MCP tools the latest chat conversation was offered, as `server.tool` (before any: the "
+            "first ones, up to the limit per conversation).",
+        ),
+        field(
+            "leftOut",
+            ListOf(STRING),
+            "The other MCP tools: past the limit per conversation, or (`mcpToolChoice` "
+            '`"relevant"`) not matching its first message.',
+        ),
     ),
 )
 

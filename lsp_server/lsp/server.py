@@ -18,12 +18,11 @@ from typing import Any, TypeVar
 from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import default_converter
 
 from .. import __version__
 from ..assistant.codebase import CodebaseIndex
 from ..engine import ChatEngine, EngineError, native
-from . import chat, code_actions, documents, protocol, settings
+from . import chat, code_actions, documents, lsp_json, protocol, settings
 from .codebase_index import WorkspaceIndex
 from .completion import InlineCompletion
 from .failure_diagnostics import FailureDiagnostics
@@ -43,17 +42,6 @@ EXIT_CLOSE_TIMEOUT_S = 5.0
 T = TypeVar("T")
 
 
-def _plain_params_converter() -> Any:
-    """pygls's converter, except that custom methods' params stay plain JSON for protocol.py to check."""
-    converter = default_converter()
-    from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
-
-    # JSON-RPC lets a request without arguments leave out "params" (vscode-jsonrpc does).
-    converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**{"params": None, **obj}))
-    converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**{"params": None, **obj}))
-    return converter
-
-
 def _native_version() -> str | None:
     """The native library's build (`llama-lsp --version`), or None where it does not load (which a
     remote backend does not need)."""
@@ -69,7 +57,7 @@ class AssistantServer(LanguageServer):
             "llama-lsp",
             __version__,
             protocol_cls=HardenedProtocol,
-            converter_factory=_plain_params_converter,
+            converter_factory=lsp_json.plain_json_converter,
         )
         self.settings = settings.Settings()
         # The model a remote backend says answers (the one it serves, where the setting names none).

@@ -32,6 +32,7 @@ SECTION = "llamaLsp"
 # `Literal` of strings is a "choice" of those values.
 Kind = Literal["bool", "int", "float", "str", "choice", "path", "command", "backend", "globs", "servers"]
 ChatCodebase = Literal["mention", "always"]
+McpToolChoice = Literal["relevant", "first"]
 
 
 @dataclass(frozen=True)
@@ -291,6 +292,14 @@ class Settings:
         "environment, and what `env` sets. **It runs the commands you give**, so it is read only in a "
         "trusted workspace.",
         trusted_only=True,
+    )
+    mcp_tool_choice: McpToolChoice = setting(  # noqa: RUF009 (a Literal default is a plain string)
+        "relevant",
+        doc="Which of the MCP servers' tools a new chat conversation is offered when there are more than "
+        'it may take: `"relevant"`, those whose names and descriptions best match its first message '
+        "(none when none does, so a question that needs none reads as fast as without MCP servers); "
+        '`"first"`, the first ones in the order of `#mcpServers#` and of each server\'s list (the same '
+        "for every conversation, so its prompt is read once).",
     )
     mcp_workspace_servers: bool = setting(
         True,

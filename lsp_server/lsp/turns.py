@@ -222,14 +222,14 @@ class TurnService:
         version: int | None = None,
         check_policy: CheckPolicy | None = CHECKED,
         admission: Admission | None = None,
-        mcp_tools: bool = False,
+        mcp_question: str | None = None,
     ) -> AsyncIterator[DocumentTurn]:
         """A turn on the open document `uri` (None: the workspace), in conversation `conversation_id`
         (None: a new one). `version` is the one the request was made for; proposed edits go through
         verifyCommand as `check_policy` says (None: they are not checked), and the request's ledger
-        records what `admission` admits of each (None: the edit as it is). With `mcp_tools` (chat), a
-        new conversation is offered the MCP servers' tools, and the turn may run those its conversation
-        offers.
+        records what `admission` admits of each (None: the edit as it is). With `mcp_question` (chat:
+        the user's message), a new conversation is offered the MCP servers' tools for it, and the turn
+        may run those its conversation offers.
 
         The server shows itself busy while the turn runs; the turn's figures are recorded when it ends
         without an error, before the status says ready again, so that the status carries them.
@@ -258,8 +258,8 @@ class TurnService:
             )
         conversation = self.conversations.get_or_create(conversation_id)
         mcp = None
-        if mcp_tools:
-            await self._server.mcp.start_conversation(conversation)
+        if mcp_question is not None:
+            await self._server.mcp.start_conversation(conversation, mcp_question)
             mcp = self._server.mcp.toolbox(conversation)
         text = document.source if document is not None else ""
         if path is not None:
@@ -306,7 +306,7 @@ class TurnService:
             opened = conversation.messages_showing(shown, document.source)
             requests.append(self._request(conversation, opened, latest))
         new = Conversation(id=new_conversation_slot(uri))
-        await self._server.mcp.start_conversation(new)
+        await self._server.mcp.start_conversation(new, "")
         opening = new.messages_showing(shown, document.source)
         requests.append(self._request(new, opening, new_conversation_slot(uri)))
         return requests

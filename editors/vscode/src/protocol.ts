@@ -397,13 +397,19 @@ export interface McpServerStats {
   error: string | null;
 }
 
-/** The MCP servers and the tools a new conversation offers the model. */
+/** The MCP servers and the tools the latest chat conversation was offered. */
 export interface McpStats {
   /** In the order of the configuration. */
   servers: McpServerStats[];
-  /** The tools a new chat conversation offers, as `server.tool`. */
+  /**
+   * The MCP tools the latest chat conversation was offered, as `server.tool` (before any: the first ones, up
+   * to the limit per conversation).
+   */
   offered: string[];
-  /** Tools past the limit of tools per conversation. */
+  /**
+   * The other MCP tools: past the limit per conversation, or (`mcpToolChoice` `"relevant"`) not matching its
+   * first message.
+   */
   leftOut: string[];
 }
 

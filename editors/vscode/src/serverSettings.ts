@@ -185,6 +185,13 @@ export interface ServerSettings {
    */
   mcpServers?: Record<string, McpServer>;
   /**
+   * Which of the MCP servers' tools a new chat conversation is offered when there are more than it may take:
+   * `"relevant"`, those whose names and descriptions best match its first message (none when none does, so a
+   * question that needs none reads as fast as without MCP servers); `"first"`, the first ones in the order
+   * of `mcpServers` and of each server's list (the same for every conversation, so its prompt is read once).
+   */
+  mcpToolChoice: 'relevant' | 'first';
+  /**
    * Also start the MCP servers the workspace's own files declare: `.vscode/mcp.json` (`"servers"`) and
    * `.mcp.json` (`"mcpServers"`), after those of `mcpServers` (whose name wins). In Restricted Mode (an
    * untrusted workspace) the server gets `false`.
@@ -225,6 +232,7 @@ export const SERVER_DEFAULTS: Required<ServerSettings> = {
   nextEdit: true,
   nextEditDelayMs: 400,
   mcpServers: {},
+  mcpToolChoice: 'relevant',
   mcpWorkspaceServers: true,
   backend: 'local',
 };

@@ -8,11 +8,14 @@ servers a remote backend is, llama-server and vLLM, do not check.)
 
 The offer is fixed per conversation when it starts (its schemas are in the prompt's stable prefix, the
 system message): the built-in tools first, then at most MAX_LOCAL_TOOLS of the servers' (MAX_REMOTE_TOOLS
-with a remote backend), in the order of the configuration and of each server's list, so that two
-conversations with the same configuration share their prefix. A tool list that changes reaches the
-conversations that start after it. A description is cut to MAX_DESCRIPTION_CHARS and a schema's `title`s
-dropped (they cost tokens, say nothing an argument's name does not); the arguments are checked against
-the tool's full input schema (jsonschema) before the call.
+with a remote backend), in the order of the configuration and of each server's list. Which ones, when
+there are more: those whose names and descriptions share the most words with the conversation's first
+message (BM25 over the tools, the index's words: identifiers split, endings cut), none when none shares
+a word; or, by choice, the first ones. Conversations offered the same tools share their whole prefix;
+a question that needs no MCP tool gets the prefix of a chat without them. A tool list that changes
+reaches the conversations that start after it. A description is cut to MAX_DESCRIPTION_CHARS and a
+schema's `title`s dropped (they cost tokens, say nothing an argument's name does not); the arguments are
+checked against the tool's full input schema (jsonschema) before the call.
 
 A call to a tool that does not declare itself read-only (`readOnlyHint`) asks the user first (the
 `confirm` callback: the language server asks the editor). The answer is remembered as chosen: for this
@@ -25,7 +28,9 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
 import re
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -33,6 +38,7 @@ from typing import Any, Literal
 import jsonschema
 from jsonschema.exceptions import SchemaError
 
+from ..codebase import words
 from .mcp_config import MAX_LOCAL_TOOLS, MAX_REMOTE_TOOLS
 from .mcp_servers import CALL_TIMEOUT_S, McpServers, McpTool
 from .runner import ToolOutcome
@@ -78,10 +84,10 @@ def model_name(tool: McpTool) -> str:
     return f"{tool.server}{SEPARATOR}{own}"[:MAX_NAME_CHARS]
 
 
-def offer(tools: list[McpTool], limit: int) -> Offer:
-    """The first `limit` tools whose names and schemas can be offered, in the order given."""
-    offered: list[OfferedTool] = []
-    left_out: list[str] = []
+def offer(tools: list[McpTool], limit: int, question: str | None = None) -> Offer:
+    """At most `limit` of the tools whose names and schemas can be offered, in the order given: those
+    that best match `question` (none when none matches it), or without one the first."""
+    usable: list[tuple[str, McpTool]] = []
     seen: set[str] = set()
     for tool in tools:
         name = model_name(tool)
@@ -96,11 +102,48 @@ def offer(tools: list[McpTool], limit: int) -> Offer:
             )
             continue
         seen.add(name)
-        if len(offered) >= limit:
-            left_out.append(name)
-            continue
-        offered.append(OfferedTool(name, tool, _function_schema(name, tool)))
-    return Offer(tuple(offered), tuple(left_out))
+        usable.append((name, tool))
+    if question is None:
+        chosen = set(range(min(limit, len(usable))))
+    else:
+        chosen = relevant([tool for _, tool in usable], question, limit)
+    offered = tuple(
+        OfferedTool(name, tool, _function_schema(name, tool))
+        for i, (name, tool) in enumerate(usable)
+        if i in chosen
+    )
+    left_out = tuple(name for i, (name, _) in enumerate(usable) if i not in chosen)
+    return Offer(offered, left_out)
+
+
+# BM25's usual constants; a tool's name counts as often as this in its text (it says what the tool does
+# in the fewest words, as a symbol's name does in the workspace index).
+_K1, _B = 1.2, 0.75
+NAME_WEIGHT = 3
+
+
+def relevant(tools: list[McpTool], question: str, limit: int) -> set[int]:
+    """The positions of the (at most `limit`) tools whose server name, tool name and description best
+    match the question's words; ties go to the earlier tool. None share a word: none."""
+    asked = set(words(question))
+    texts = [
+        Counter(words(f"{tool.server} {tool.name}") * NAME_WEIGHT + words(tool.description)) for tool in tools
+    ]
+    if not asked or not texts:
+        return set()
+    average = sum(sum(text.values()) for text in texts) / len(texts) or 1.0
+    scores: list[tuple[float, int]] = []
+    for i, text in enumerate(texts):
+        length = sum(text.values())
+        score = 0.0
+        for word in asked & text.keys():
+            holding = sum(word in other for other in texts)
+            idf = math.log(1 + (len(texts) - holding + 0.5) / (holding + 0.5))
+            count = text[word]
+            score += idf * count * (_K1 + 1) / (count + _K1 * (1 - _B + _B * length / average))
+        if score > 0:
+            scores.append((-score, i))
+    return {i for _, i in sorted(scores)[:limit]}
 
 
 def _function_schema(name: str, tool: McpTool) -> dict[str, Any]:

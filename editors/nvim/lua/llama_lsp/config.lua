@@ -91,6 +91,13 @@ local M = {}
 ---                                    "args": [...], "env": {...}, "cwd": "..."}}` for a server the language
 ---                                    server starts (stdio), or `{"name": {"url": "https://..."}}` for one it
 ---                                    reaches over streamable HTTP. Default: {}.
+---@field mcpToolChoice? "relevant"|"first" Which of the MCP servers' tools a new chat conversation is offered
+---                                    when there are more than it may take: `"relevant"`, those whose names
+---                                    and descriptions best match its first message (none when none does, so
+---                                    a question that needs none reads as fast as without MCP servers);
+---                                    `"first"`, the first ones in the order of `mcpServers` and of each
+---                                    server's list (the same for every conversation, so its prompt is read
+---                                    once). Default: "relevant".
 ---@field mcpWorkspaceServers? boolean Also start the MCP servers the workspace's own files declare:
 ---                                    `.vscode/mcp.json` (`"servers"`) and `.mcp.json` (`"mcpServers"`),
 ---                                    after those of `mcpServers` (whose name wins). Default: true.

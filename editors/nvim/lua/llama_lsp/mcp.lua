@@ -158,9 +158,9 @@ function M.health_lines(mcp)
   end
   if mcp.leftOut and #mcp.leftOut > 0 then
     table.insert(lines, {
-      level = "warn",
+      level = "info",
       text = string.format(
-        "%d MCP tool%s left out of chat (over the limit per conversation): %s",
+        "%d MCP tool%s not offered to the latest chat (not relevant to it, or over the limit): %s",
         #mcp.leftOut,
         #mcp.leftOut == 1 and " is" or "s are",
         table.concat(mcp.leftOut, ", ")

@@ -204,11 +204,14 @@
 ---@field starts integer   Times it was started: one, plus one per restart.
 ---@field error string|nil Why it failed, with the last lines it wrote to stderr.
 
----The MCP servers and the tools a new conversation offers the model.
+---The MCP servers and the tools the latest chat conversation was offered.
 ---@class llama_lsp.McpStats
 ---@field servers llama_lsp.McpServerStats[] In the order of the configuration.
----@field offered string[]                   The tools a new chat conversation offers, as `server.tool`.
----@field leftOut string[]                   Tools past the limit of tools per conversation.
+---@field offered string[]                   The MCP tools the latest chat conversation was offered, as
+---                                          `server.tool` (before any: the first ones, up to the limit per
+---                                          conversation).
+---@field leftOut string[]                   The other MCP tools: past the limit per conversation, or
+---                                          (`mcpToolChoice` `"relevant"`) not matching its first message.
 
 ---The user's answer to `assistant/confirmToolCall`: run this call; run this tool's calls in this
 ---conversation; run this tool's calls while the server runs with this configuration; or not.

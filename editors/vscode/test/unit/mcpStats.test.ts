@@ -66,7 +66,7 @@ describe('MCP servers in the output channel', () => {
     assert.deepEqual(mcpLogLines(mcp([tracker, notes], ['docs.search'])), [
       'MCP server tracker (settings): running, 2 tools, 1 start',
       `MCP server notes (.vscode/mcp.json): failed after 1 start: ${notes.error}`,
-      'MCP tools a conversation does not offer (past the limit): docs.search',
+      'MCP tools the latest conversation was not offered (not relevant to it, or past the limit): docs.search',
     ]);
     assert.deepEqual(mcpLogLines(undefined), []);
   });
