@@ -221,7 +221,12 @@ def run_case(
     outcome = Outcome(case["id"], case["repo"], question, case["gold"])
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="llama-lsp-eval-chat-") as cache:
-        options: dict[str, Any] = {"model": args.model, "threads": args.threads, "cacheDir": cache}
+        options: dict[str, Any] = {
+            "model": args.model,
+            "threads": args.threads,
+            "cacheDir": cache,
+            **args.options,
+        }
         try:
             asyncio.run(ask(case, workspace, command, args.server_cwd, options, args.server_log, outcome))
         except (JsonRpcException, asyncio.TimeoutError, OSError) as exc:
@@ -374,7 +379,19 @@ def main() -> int:
         help="write nothing to docs/quality.md (by default a run of every case on this checkout's server "
         "replaces its section there)",
     )
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="a server setting for every case (`--option codebaseIndex=false`); a run with one writes "
+        "nothing to docs/quality.md",
+    )
     args = parser.parse_args()
+    args.options = {}
+    for option in args.option:
+        key, _, value = option.partition("=")
+        args.options[key] = json.loads(value)
     every = load_cases()
     cases = [case for case in every if fnmatch.fnmatch(case["id"], args.cases)]
     if not cases:
@@ -401,11 +418,18 @@ def main() -> int:
             write_json(args.json, args, command, outcomes)
     print_totals(outcomes)
     default_server = args.server_command == parser.get_default("server_command") and args.server_cwd is None
-    if not args.no_docs and len(cases) == len(every) and default_server and not args.codebase:
+    if (
+        not args.no_docs
+        and len(cases) == len(every)
+        and default_server
+        and not args.codebase
+        and not args.options
+    ):
         report.write(report.QUALITY, [doc_section(outcomes, args)], "`make eval-chat`")
     elif not args.no_docs:
         print(
-            "docs/quality.md: nothing written: some cases, @codebase, or another server than this checkout's"
+            "docs/quality.md: nothing written: some cases, @codebase, options, or another server than this "
+            "checkout's"
         )
     return 0
 

@@ -21,8 +21,8 @@ WORKSPACE_FOLDER = (
 def system_message(workspace_folder: str | None = None) -> dict[str, Any]:
     """The system prompt; with `workspace_folder`, where the workspace is on disk, for the MCP servers'
     tools: they run outside the editor, so a folder or repository they ask for is a path of their own
-    (the reference git server's `repo_path`). Without it the 1.5B model wrote `/path/to/repo` in 9 of
-    10 calls of eval/mcp's git cases."""
+    (the reference git server's `repo_path`). Without it the 1.5B model wrote a placeholder such as
+    `/path/to/repo` in every call of eval/mcp's git cases (9 of 9)."""
     if workspace_folder is None:
         return {"role": "system", "content": SYSTEM_PROMPT}
     return {"role": "system", "content": f"{SYSTEM_PROMPT} {WORKSPACE_FOLDER.format(workspace_folder)}"}

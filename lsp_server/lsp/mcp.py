@@ -127,6 +127,7 @@ class McpFeature:
             roots = documents.workspace_roots(self._server.workspace)
             await self._servers.configure(configs, roots[0] if roots else None)
             self._configs = configs
+            self._latest_offer = None  # of servers that may be gone
             return self._servers
 
     def settings_changed(self) -> None:

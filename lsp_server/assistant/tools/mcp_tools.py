@@ -131,16 +131,16 @@ def relevant(tools: list[McpTool], question: str, limit: int) -> set[int]:
     ]
     if not asked or not texts:
         return set()
+    holding = Counter(word for text in texts for word in text.keys() & asked)  # tools with each word
+    idf = {word: math.log(1 + (len(texts) - n + 0.5) / (n + 0.5)) for word, n in holding.items()}
     average = sum(sum(text.values()) for text in texts) / len(texts) or 1.0
     scores: list[tuple[float, int]] = []
     for i, text in enumerate(texts):
         length = sum(text.values())
         score = 0.0
         for word in asked & text.keys():
-            holding = sum(word in other for other in texts)
-            idf = math.log(1 + (len(texts) - holding + 0.5) / (holding + 0.5))
             count = text[word]
-            score += idf * count * (_K1 + 1) / (count + _K1 * (1 - _B + _B * length / average))
+            score += idf[word] * count * (_K1 + 1) / (count + _K1 * (1 - _B + _B * length / average))
         if score > 0:
             scores.append((-score, i))
     return {i for _, i in sorted(scores)[:limit]}
