@@ -117,6 +117,173 @@ def test_python_is_indexed_by_definition_and_the_right_chunk_comes_first(repo: P
     assert "Session" in symbols
 
 
+def spans(shown: str, text: str) -> list[tuple[int, int, str | None]]:
+    return [(chunk.start_line, chunk.end_line, chunk.symbol) for chunk, _ in codebase.chunks_of(shown, text)]
+
+
+TYPESCRIPT = """import { connect } from "./net";
+
+/** Reaches the server, waiting longer after each failed attempt. */
+export async function reachServer(server: Server, attempts = 3): Promise<boolean> {
+  return connect(server, attempts);
+}
+
+export const retryDelay = (attempt: number) => 2 ** attempt;
+
+@Injectable()
+export class Session {
+  private open = false;
+
+  close(): void {
+    this.open = false;
+  }
+
+  get isOpen(): boolean {
+    return this.open;
+  }
+}
+
+type Attempt = { count: number };
+"""
+
+
+def test_typescript_is_cut_at_its_functions_and_classes_with_their_doc_comments(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    assert spans("src/net.ts", TYPESCRIPT) == [
+        (1, 1, None),
+        (3, 6, "reachServer"),  # its JSDoc comment with it
+        (8, 8, "retryDelay"),  # an arrow function bound to a name
+        (10, 21, "Session"),  # a short class whole, its decorator with it
+        (23, 23, "Attempt"),
+    ]
+    # A long class (past two windows) is cut as Python's are: its head up to the first method, then
+    # each method under the class's name.
+    monkeypatch.setattr(codebase, "CHUNK_LINES", 4)
+    assert spans("src/net.ts", TYPESCRIPT)[3:6] == [
+        (10, 13, "Session"),
+        (14, 16, "Session.close"),
+        (18, 20, "Session.isOpen"),
+    ]
+
+
+GO = """package net
+
+import "time"
+
+// Server is a peer to reach.
+type Server struct {
+	Address string
+}
+
+const retries = 3
+var delay = time.Second
+
+// Reach connects, waiting longer after each failed attempt.
+func (s *Server) Reach(attempts int) bool {
+	return false
+}
+
+func main() {
+}
+"""
+
+RUST = """use std::fmt;
+
+/// A point on the plane.
+#[derive(Debug)]
+pub struct Point {
+    x: i32,
+}
+
+impl fmt::Display for Point {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}", self.x)
+    }
+}
+"""
+
+C = """#include <stdio.h>
+#ifndef NET_H
+#define NET_H
+
+/* Connects, waiting longer after each failed attempt. */
+static int *reach_server(const char *address, int attempts)
+{
+    return NULL;
+}
+
+typedef struct {
+    int attempts;
+} retry_t;
+#endif
+
+int main(void) { return 0; }
+"""
+
+
+def test_go_rust_and_c_are_cut_at_their_definitions_with_their_names(monkeypatch: pytest.MonkeyPatch):
+    assert spans("net/server.go", GO) == [
+        (1, 3, None),
+        (5, 8, "Server"),
+        (10, 11, None),  # the code between definitions, in one run as Python's
+        (13, 16, "Server.Reach"),  # a method under its receiver's type
+        (18, 19, "main"),
+    ]
+    assert spans("src/point.rs", RUST) == [(1, 1, None), (3, 7, "Point"), (9, 13, "Point")]
+    monkeypatch.setattr(codebase, "CHUNK_LINES", 2)
+    assert spans("src/point.rs", RUST)[2:] == [(9, 9, "Point"), (10, 12, "Point.fmt")]
+    monkeypatch.undo()
+    # Definitions inside #if blocks are the file's (a header's include guard holds them all).
+    assert spans("src/net.c", C) == [
+        (1, 3, None),
+        (5, 9, "reach_server"),
+        (11, 13, "retry_t"),
+        (16, 16, "main"),
+    ]
+
+
+def test_a_file_that_does_not_parse_and_an_unknown_language_are_cut_in_windows():
+    # An unclosed brace: the function tree-sitter sees around the error may end anywhere (here at the
+    # end of the file), so its lines are cut as plain code, in windows.
+    broken = "function open() {\n  if (x) {\n" + "  step();\n" * 100
+    assert spans("src/broken.js", broken) == [(1, 40, None), (41, 80, None), (81, 102, None)]
+    assert spans("src/broken.py", "def open(:\n" + "    step()\n" * 50) == [(1, 40, None), (41, 51, None)]
+    # A definition beside the error keeps its chunk.
+    assert spans("src/half.js", "function kept() {}\nlet = ;\n")[0] == (1, 1, "kept")
+    lisp = "(defun reach-server (server)\n  (connect server))\n" * 30
+    assert spans("src/net.lisp", lisp) == [(1, 40, None), (41, 60, None)]
+
+
+def test_the_definition_tables_name_node_types_their_grammars_have():
+    for language in languages.LANGUAGES:
+        if language.definitions is None or language.grammar is None:
+            continue
+        grammar = languages._grammar(*language.grammar)
+        table = language.definitions
+        for kind in (
+            table.whole
+            | table.containers
+            | table.wrappers
+            | table.bindings
+            | table.function_values
+            | table.transparent
+            | table.attached
+        ):
+            assert grammar.id_for_node_kind(kind, True) is not None, (language.name, kind)
+
+
+def test_the_symbol_table_answers_in_the_language_asked(repo: Path):
+    (repo / "web").mkdir()
+    (repo / "web" / "net.ts").write_text(TYPESCRIPT)
+    (repo / "src" / "retry.py").write_text("def reachServer():\n    pass\n")
+    index = CodebaseIndex([repo])
+    index.build()
+    assert index.definitions("reachServer") == [("src/retry.py", 1, 2)]  # Python's, by default
+    assert index.definitions("reachServer", "typescript") == [("web/net.ts", 3, 6)]
+    assert index.search("reach server attempt")[0].path in {"web/net.ts", "src/net.py"}
+
+
 def test_gitignored_files_are_not_indexed(repo: Path):
     index = CodebaseIndex([repo])
     index.build()
@@ -571,3 +738,4 @@ async def test_files_changed_on_disk_are_indexed_in_a_thread_that_waits_while_th
         await asyncio.sleep(0.05)
     assert len(found["results"]) == 20 and found["indexed"]["files"] == 25, found
     workspace_index.stop()
+

@@ -1,13 +1,14 @@
 """The workspace index: every file's code as chunks that a question in words can find, ranked lexically.
 
-A chunk is a unit a reader would point at: in Python (the standard library's `ast`) a function, a
-method, a small class whole, or a run of module-level statements; in other files a window of
-CHUNK_LINES lines. Each chunk is counted as words (identifiers split at snake_case and camelCase,
-lowercased, a plural's or a tense's ending cut, English function words left out), its path's and
-symbol's words counted PATH_WEIGHT and SYMBOL_WEIGHT times more, and ranked with BM25 (Lucene's
-variant, as the `bm25s` package scores it). A test file's chunks count TEST_WEIGHT as much, and
-documentation's PROSE_WEIGHT: a test or a changelog that merely names a function should not outrank
-the code that implements it.
+A chunk is a unit a reader would point at: a function, a method, a small class whole, or a run of
+the code between definitions, where languages.outline knows the file's language (Python through the
+standard library's `ast`, the others through tree-sitter's grammars: one parse per file); in other
+files, and in one that does not parse, a window of CHUNK_LINES lines. Each chunk is counted as words
+(identifiers split at snake_case and camelCase, lowercased, a plural's or a tense's ending cut, English
+function words left out), its path's and symbol's words counted PATH_WEIGHT and SYMBOL_WEIGHT times
+more, and ranked with BM25 (Lucene's variant, as the `bm25s` package scores it). A test file's chunks
+count TEST_WEIGHT as much, and documentation's PROSE_WEIGHT: a test or a changelog that merely names a
+function should not outrank the code that implements it.
 
 A chunk is kept as its words' ids and counts, not as text: a workspace of ten thousand files holds
 millions of words. Once indexed, every chunk lives in the ranker (`_Ranker`), once: its lines and symbol
@@ -29,7 +30,6 @@ searches and updates come from another. Plain Python; no LSP types, no model.
 
 from __future__ import annotations
 
-import ast
 import bisect
 import ctypes
 import functools
@@ -47,18 +47,18 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 
-from .languages import belongs_to_tests
+from . import languages
 from .tools.schemas import glob_regex
 from .tools.workspace_files import MAX_FILE_BYTES, SKIPPED_DIRS, ToolError, WorkspaceFiles
 
 log = logging.getLogger("llama_lsp.codebase")
 
-FORMAT_VERSION = 3  # of the saved index: another is read as none
+FORMAT_VERSION = 4  # of the saved index: another is read as none (4: chunks by definition in other languages)
 CHUNK_LINES = 40  # a window of a file that is not Python, and the longest run of module-level lines
 MAX_FILES = 20_000
 MERGE_FILES = 1_000  # a build merges the files it has read into the ranker every this many
@@ -174,7 +174,7 @@ def file_weight(path: str) -> float:
     """How much a file's chunks count: a test or a document that names the code counts less than it."""
     # Any file of the tests, not only those a check runs (languages.is_test_file): a fixture or a spec
     # names the code as much as a test does.
-    if belongs_to_tests(path):
+    if languages.belongs_to_tests(path):
         return TEST_WEIGHT
     return PROSE_WEIGHT if is_prose(path) else 1.0
 
@@ -498,9 +498,10 @@ class CodebaseIndex:
         found += [(shown, chunk) for shown, cut in pending.items() if cut is not None for chunk in cut.chunks]
         return sorted(found, key=lambda item: (item[0], item[1].start_line))
 
-    def definitions(self, name: str) -> list[tuple[str, int, int]]:
-        """Where the function, class or method `name` is defined (the symbol table of the chunks, Python
-        only): (shown path, first line, last line) each, in path order."""
+    def definitions(self, name: str, language: str = "python") -> list[tuple[str, int, int]]:
+        """Where the function, class or method `name` is defined in files of `language` (languages.py's
+        name: a Python block's names are Python's; the symbol table holds every outlined language's):
+        (shown path, first line, last line) each, in path order."""
         with self._lock:
             ranker, pending = self._ranker, dict(self._pending)
         found = [place for place in ranker.definitions(name) if place[0] not in pending]
@@ -508,7 +509,7 @@ class CodebaseIndex:
             for chunk in cut.chunks if cut is not None else ():
                 if chunk.symbol is not None and chunk.symbol.rsplit(".", 1)[-1] == name:
                     found.append((shown, chunk.start_line, chunk.end_line))
-        return sorted(found)
+        return sorted(place for place in found if _language_of(place[0]) == language)
 
     def _best_chunks(self, query: str, limit: int) -> list[tuple[str, Chunk, float]]:
         with self._lock:
@@ -925,16 +926,11 @@ def _array_text(values: np.ndarray) -> str:
 
 
 def chunks_of(shown: str, text: str) -> list[tuple[Chunk, list[str]]]:
-    """A file's chunks and the words each is counted as: Python's definitions, or windows of lines."""
+    """A file's chunks and the words each is counted as: its definitions and the code between them
+    where its language is outlined (languages.outline), else windows of lines."""
     path_words = words(shown.replace("/", " ").replace(".", " "))
-    spans: list[tuple[int, int, str | None]]
-    if shown.endswith(".py"):
-        try:
-            spans = _python_spans(text)
-        except (SyntaxError, ValueError, RecursionError):
-            spans = _windows(text)
-    else:
-        spans = _windows(text)
+    items = languages.outline(PurePosixPath(shown).suffix, text)
+    spans = _spans(items) if items is not None else _windows(1, max(len(text.splitlines()), 1))
     lines = text.splitlines()
     chunks = []
     for start, end, symbol in spans:
@@ -944,17 +940,24 @@ def chunks_of(shown: str, text: str) -> list[tuple[Chunk, list[str]]]:
     return chunks or [(Chunk(1, 1, None), path_words * PATH_WEIGHT)]
 
 
-def _windows(text: str) -> list[tuple[int, int, str | None]]:
-    n = max(len(text.splitlines()), 1)
-    return [(start, min(start + CHUNK_LINES - 1, n), None) for start in range(1, n + 1, CHUNK_LINES)]
+def _language_of(shown: str) -> str | None:
+    language = languages.for_suffix(PurePosixPath(shown).suffix)
+    return language.name if language is not None else None
 
 
-def _python_spans(text: str) -> list[tuple[int, int, str | None]]:
-    """Python's units: each function; each class whole when it is short, else its head and each
-    method; runs of other module-level statements, CHUNK_LINES at most."""
-    tree = ast.parse(text)
+def _windows(first: int, last: int) -> list[tuple[int, int, str | None]]:
+    return [
+        (start, min(start + CHUNK_LINES - 1, last), None) for start in range(first, last + 1, CHUNK_LINES)
+    ]
+
+
+def _spans(items: Iterable[languages.Item], scope: str = "") -> list[tuple[int, int, str | None]]:
+    """The chunks of a file's items (or a class's members, named within `scope`), in every language:
+    each function whole; each class whole when it is short, else its head (up to its first definition)
+    and its members as a file's items; the code between definitions in runs of CHUNK_LINES lines at
+    most, a statement longer than two windows in windows (a module wrapped in one call, a table)."""
     spans: list[tuple[int, int, str | None]] = []
-    loose: list[tuple[int, int]] = []  # module-level statements not yet in a span
+    loose: list[tuple[int, int]] = []  # code between definitions not yet in a span
 
     def flush() -> None:
         while loose:
@@ -964,39 +967,26 @@ def _python_spans(text: str) -> list[tuple[int, int, str | None]]:
                 end = loose.pop(0)[1]
             if end == start and loose and loose[0][0] == start:  # one statement longer than a window
                 end = loose.pop(0)[1]
+                if end - start >= 2 * CHUNK_LINES:
+                    spans.extend(_windows(start, end))
+                    continue
             spans.append((start, end, None))
 
-    for node in tree.body:
-        start, end = _lines_of(node)
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            flush()
-            spans.append((start, end, node.name))
-        elif isinstance(node, ast.ClassDef):
-            flush()
-            spans.extend(_class_spans(node, start, end))
-        else:
-            loose.append((start, end))
+    for item in items:
+        if item.name is None:
+            loose.append((item.start_line, item.end_line))
+            continue
+        flush()
+        name = scope + item.name
+        members = list(item.members)
+        first = next((at for at, member in enumerate(members) if member.name is not None), None)
+        if not item.container or item.end_line - item.start_line < 2 * CHUNK_LINES or first is None:
+            spans.append((item.start_line, item.end_line, name))
+            continue
+        spans.append((item.start_line, max(members[first].start_line - 1, item.start_line), name))
+        spans.extend(_spans(members[first:], name + "."))
     flush()
     return spans
-
-
-def _class_spans(node: ast.ClassDef, start: int, end: int) -> list[tuple[int, int, str | None]]:
-    methods = [item for item in node.body if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)]
-    if end - start < 2 * CHUNK_LINES or not methods:
-        return [(start, end, node.name)]
-    spans: list[tuple[int, int, str | None]] = []
-    head_end = _lines_of(methods[0])[0] - 1
-    spans.append((start, max(head_end, start), node.name))
-    for method in methods:
-        first, last = _lines_of(method)
-        spans.append((first, last, f"{node.name}.{method.name}"))
-    return spans
-
-
-def _lines_of(node: ast.stmt) -> tuple[int, int]:
-    decorators = getattr(node, "decorator_list", [])
-    start = min([node.lineno, *(d.lineno for d in decorators)])
-    return start, node.end_lineno or node.lineno
 
 
 def excluded(shown: str, patterns: Iterable[str]) -> bool:

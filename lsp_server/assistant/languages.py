@@ -10,7 +10,10 @@ tree-sitter: a Parse is what the check in rewrite.py needs of one text. Python i
 the standard library's ast and tokenize check it (rewrite.py). A suffix not in the table cannot be
 checked, so Document is not offered for it (lsp.code_actions). Next-edit suggestions ask it whether a
 changed text still parses. The module also says which files are tests: the ones a check runs, and the
-wider set the workspace index counts less.
+wider set the workspace index counts less. And it outlines a file for the workspace index (codebase.py):
+its definitions (functions, classes and the like, with their names) and the code between them, from
+the same grammars (`Definitions` says which node types are which, per language), and from ast for
+Python.
 """
 
 from __future__ import annotations
@@ -61,6 +64,28 @@ def _java_as_compiled(text: str) -> str:
 
 
 @dataclass(frozen=True)
+class Definitions:
+    """The node types of a language's definitions, as the workspace index cuts a file at them (outline):
+    the named children of the file's root, and of a container's body, are its items."""
+
+    # Functions, methods and types: each is one item, kept whole however long.
+    whole: frozenset[str]
+    # Classes, modules, namespaces, impls: whole when short, else cut at the definitions in their body.
+    containers: frozenset[str] = frozenset()
+    # Nodes that hold a definition (export, template<...>, declare, a type declaration's spec): the
+    # definition is their first named child that is one, and its lines are the wrapper's.
+    wrappers: frozenset[str] = frozenset()
+    # A name bound to a value (`const f = () => ...`, `X.prototype.f = function ...`): a definition
+    # when the value is one of function_values.
+    bindings: frozenset[str] = frozenset()
+    function_values: frozenset[str] = frozenset()
+    # Nodes whose items are at the level of the node (#if blocks, extern "C" { ... }).
+    transparent: frozenset[str] = frozenset()
+    # Nodes that belong to the definition that follows them, besides comments (Rust's #[attributes]).
+    attached: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class Language:
     """One language whose comments can be told from its code."""
 
@@ -81,6 +106,8 @@ class Language:
     # A text that holds this keeps code in its comments (Go's cgo preamble, C code compiled with the
     # package): none of its comments can be told from code.
     code_in_comments: re.Pattern[str] | None = None
+    # Where the workspace index cuts its files; None: Python, which ast outlines.
+    definitions: Definitions | None = None
 
     def parse(self, text: str) -> Parse:
         assert self.grammar is not None, f"{self.name} is checked without tree-sitter"
@@ -105,6 +132,49 @@ _JS_DIRECTIVES = re.compile(
     r"^\s*///\s*<|@ts-|@jsx|[#@]\s*source(?:Mapping)?URL|[#@]__(?:PURE|NO_SIDE_EFFECTS)__|webpack[A-Z]|@vite-"
 )
 
+_JS_DEFINITIONS = Definitions(
+    whole=frozenset({"function_declaration", "generator_function_declaration", "method_definition"}),
+    containers=frozenset({"class_declaration"}),
+    wrappers=frozenset(
+        {"export_statement", "lexical_declaration", "variable_declaration", "expression_statement"}
+    ),
+    bindings=frozenset({"variable_declarator", "assignment_expression"}),
+    function_values=frozenset({"function_expression", "arrow_function", "generator_function", "class"}),
+    attached=frozenset({"decorator"}),
+)
+# Interfaces, type aliases and enums whole: an interface's members are one-line signatures.
+_TS_DEFINITIONS = Definitions(
+    whole=_JS_DEFINITIONS.whole | {"interface_declaration", "type_alias_declaration", "enum_declaration"},
+    containers=_JS_DEFINITIONS.containers | {"abstract_class_declaration", "internal_module", "module"},
+    wrappers=_JS_DEFINITIONS.wrappers | {"ambient_declaration"},
+    bindings=_JS_DEFINITIONS.bindings,
+    function_values=_JS_DEFINITIONS.function_values,
+    attached=_JS_DEFINITIONS.attached,
+)
+_C_PREPROCESSOR = frozenset(
+    {"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"}
+)
+_C_DEFINITIONS = Definitions(
+    whole=frozenset(
+        {"function_definition", "struct_specifier", "union_specifier", "enum_specifier", "type_definition"}
+    ),
+    transparent=_C_PREPROCESSOR | {"linkage_specification", "declaration_list"},
+)
+_CPP_DEFINITIONS = Definitions(
+    whole=frozenset(
+        {
+            "function_definition",
+            "enum_specifier",
+            "type_definition",
+            "alias_declaration",
+            "concept_definition",
+        }
+    ),
+    containers=frozenset({"class_specifier", "struct_specifier", "union_specifier", "namespace_definition"}),
+    wrappers=frozenset({"template_declaration"}),
+    transparent=_C_DEFINITIONS.transparent,
+)
+
 LANGUAGES: tuple[Language, ...] = (
     Language("python", (".py",), None),
     Language(
@@ -112,21 +182,32 @@ LANGUAGES: tuple[Language, ...] = (
         (".js", ".jsx", ".mjs", ".cjs"),
         ("tree_sitter_javascript", "language"),
         directives=_JS_DIRECTIVES,
+        definitions=_JS_DEFINITIONS,
     ),
     Language(
         "typescript",
         (".ts", ".mts", ".cts"),
         ("tree_sitter_typescript", "language_typescript"),
         directives=_JS_DIRECTIVES,
+        definitions=_TS_DEFINITIONS,
     ),
-    Language("tsx", (".tsx",), ("tree_sitter_typescript", "language_tsx"), directives=_JS_DIRECTIVES),
-    Language("c", (".c",), ("tree_sitter_c", "language"), as_compiled=_c_as_compiled),
+    Language(
+        "tsx",
+        (".tsx",),
+        ("tree_sitter_typescript", "language_tsx"),
+        directives=_JS_DIRECTIVES,
+        definitions=_TS_DEFINITIONS,
+    ),
+    Language(
+        "c", (".c",), ("tree_sitter_c", "language"), as_compiled=_c_as_compiled, definitions=_C_DEFINITIONS
+    ),
     # Headers: C++'s grammar, which reads C headers too.
     Language(
         "cpp",
         (".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx"),
         ("tree_sitter_cpp", "language"),
         as_compiled=_c_as_compiled,
+        definitions=_CPP_DEFINITIONS,
     ),
     Language(
         "java",
@@ -134,8 +215,47 @@ LANGUAGES: tuple[Language, ...] = (
         ("tree_sitter_java", "language"),
         comment_types=frozenset({"line_comment", "block_comment"}),
         as_compiled=_java_as_compiled,
+        definitions=Definitions(
+            whole=frozenset(
+                {
+                    "method_declaration",
+                    "constructor_declaration",
+                    "compact_constructor_declaration",
+                    "enum_declaration",
+                    "annotation_type_declaration",
+                }
+            ),
+            containers=frozenset({"class_declaration", "interface_declaration", "record_declaration"}),
+        ),
     ),
-    Language("csharp", (".cs",), ("tree_sitter_c_sharp", "language")),
+    Language(
+        "csharp",
+        (".cs",),
+        ("tree_sitter_c_sharp", "language"),
+        # Properties are left to the code between definitions: most are one line (`{ get; set; }`).
+        definitions=Definitions(
+            whole=frozenset(
+                {
+                    "method_declaration",
+                    "constructor_declaration",
+                    "destructor_declaration",
+                    "operator_declaration",
+                    "conversion_operator_declaration",
+                    "enum_declaration",
+                    "delegate_declaration",
+                }
+            ),
+            containers=frozenset(
+                {
+                    "class_declaration",
+                    "struct_declaration",
+                    "interface_declaration",
+                    "record_declaration",
+                    "namespace_declaration",
+                }
+            ),
+        ),
+    ),
     Language(
         "go",
         (".go",),
@@ -143,12 +263,23 @@ LANGUAGES: tuple[Language, ...] = (
         # //go:build, //go:generate, //go:embed..., //line, cgo's //export, gccgo's //extern, old +build.
         directives=re.compile(r"^\s*(?://|/\*)(?:[a-z0-9]+:\S|line |export |extern )|^\s*//\s*\+build"),
         code_in_comments=re.compile(r'^\s*import\s*(?:\(\s*)?"C"', re.MULTILINE),
+        definitions=Definitions(
+            whole=frozenset({"function_declaration", "method_declaration", "type_spec", "type_alias"}),
+            wrappers=frozenset({"type_declaration"}),
+        ),
     ),
     Language(
         "rust",
         (".rs",),
         ("tree_sitter_rust", "language"),
         comment_types=frozenset({"line_comment", "block_comment"}),
+        definitions=Definitions(
+            whole=frozenset(
+                {"function_item", "struct_item", "enum_item", "union_item", "type_item", "macro_definition"}
+            ),
+            containers=frozenset({"impl_item", "trait_item", "mod_item"}),
+            attached=frozenset({"attribute_item"}),
+        ),
     ),
     Language(
         "ruby",
@@ -160,8 +291,17 @@ LANGUAGES: tuple[Language, ...] = (
             r"|shareable[_-]constant[_-]value)",
             re.IGNORECASE,
         ),
+        definitions=Definitions(
+            whole=frozenset({"method", "singleton_method"}),
+            containers=frozenset({"class", "module", "singleton_class"}),
+        ),
     ),
-    Language("bash", (".sh", ".bash"), ("tree_sitter_bash", "language")),
+    Language(
+        "bash",
+        (".sh", ".bash"),
+        ("tree_sitter_bash", "language"),
+        definitions=Definitions(whole=frozenset({"function_definition"})),
+    ),
 )
 
 _BY_SUFFIX = {suffix: language for language in LANGUAGES for suffix in language.suffixes}
@@ -264,3 +404,164 @@ def belongs_to_tests(path: str) -> bool:
         or stem.endswith(("_test", ".test", ".spec", "_spec"))
         or name == "conftest.py"
     )
+
+
+# ---- Outlines: where the workspace index cuts a file ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Item:
+    """A node of a file as the workspace index cuts it (codebase.py): a definition, or code between
+    definitions (name None)."""
+
+    start_line: int  # 1-based; a definition's comments and attributes just above it included
+    end_line: int  # inclusive
+    name: str | None = None  # a definition's, as written (`Parser.parse`, `Server.Serve`)
+    container: bool = False  # a class or the like, whose body's definitions may be cut out of it
+    members: tuple[Item, ...] = ()  # a container's body's items
+
+
+def outline(suffix: str, text: str) -> list[Item] | None:
+    """A file's top-level items in order, from one parse; None where its language has no outline or the
+    text does not parse as Python (the index then cuts it in windows of lines)."""
+    language = for_suffix(suffix)
+    if language is None:
+        return None
+    if language.grammar is None:  # Python
+        try:
+            return [_python_item(node) for node in ast.parse(text).body]
+        except (SyntaxError, ValueError, RecursionError):  # ValueError: a null byte
+            return None
+    if language.definitions is None:
+        return None
+    tree = tree_sitter.Parser(_grammar(*language.grammar)).parse(_utf8(text))
+    return _Outliner(language.definitions, language.comment_types).items(tree.root_node.named_children)
+
+
+def _python_item(node: ast.stmt) -> Item:
+    decorators = getattr(node, "decorator_list", [])
+    start = min([node.lineno, *(decorator.lineno for decorator in decorators)])
+    end = node.end_lineno or node.lineno
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return Item(start, end, node.name)
+    if isinstance(node, ast.ClassDef):
+        return Item(start, end, node.name, True, tuple(map(_python_item, node.body)))
+    return Item(start, end)
+
+
+# A name's node of these types is written with its scope (`Parser::parse`, Ruby's `A::B`): kept whole.
+_SCOPED_NAMES = frozenset(
+    {"qualified_identifier", "scope_resolution", "scoped_identifier", "scoped_type_identifier"}
+)
+# Where a definition's name is, in every grammar of the table: its name; a C declarator (through
+# pointers and parameter lists); a member assigned to (`X.prototype.f = `); an impl's type (Rust).
+_NAME_FIELDS = ("name", "declarator", "property", "left", "type")
+_MAX_NAME_CHARS = 200
+
+
+class _Outliner:
+    def __init__(self, definitions: Definitions, comment_types: frozenset[str]) -> None:
+        self.definitions = definitions
+        self.comment_types = comment_types
+
+    def items(self, nodes: list[tree_sitter.Node]) -> list[Item]:
+        found: list[Item] = []
+        above: list[tree_sitter.Node] = []  # comments and attributes not yet placed
+        for node in nodes:
+            if node.type in self.comment_types or node.type in self.definitions.attached:
+                above.append(node)
+                continue
+            if node.type in self.definitions.transparent:
+                found += [Item(*_lines(comment)) for comment in above]
+                above = []
+                found += self.items(node.named_children)
+                continue
+            items = self._items_of(node)
+            start = items[0].start_line if items else 0
+            attached = 0  # the comments right above a definition, no blank line between, are its own
+            if items and items[0].name is not None and len(items) == 1:
+                while attached < len(above) and _lines(above[-1 - attached])[1] >= start - 1:
+                    start = _lines(above[-1 - attached])[0]
+                    attached += 1
+                items[0] = Item(start, items[0].end_line, items[0].name, items[0].container, items[0].members)
+            found += [Item(*_lines(comment)) for comment in above[: len(above) - attached]]
+            found += items
+            above = []
+        return found + [Item(*_lines(comment)) for comment in above]
+
+    def _items_of(self, node: tree_sitter.Node) -> list[Item]:
+        start, end = _lines(node)
+        definition = self._definition(node)
+        # tree-sitter recovers from a parse error (C's macros make many), but a function around one may
+        # end anywhere (a missing brace takes the rest of the file): its lines are cut as plain code.
+        # A container's members are looked at one by one.
+        if definition is None or (
+            definition.has_error and definition.type not in self.definitions.containers
+        ):
+            return [Item(start, end)]
+        name = _name(definition)
+        if definition.type in self.definitions.containers:
+            body = definition.child_by_field_name("body")
+            if body is None:  # a declaration (`mod tests;`)
+                return [Item(start, end)]
+            members = self.items(body.named_children)
+            if name is None:  # C++'s anonymous namespace: its items are this level's
+                return members
+            return [Item(start, end, name, True, tuple(members))]
+        return [Item(start, end, name)]
+
+    def _definition(self, node: tree_sitter.Node) -> tree_sitter.Node | None:
+        """The node that defines something, `node` or one it wraps; None where it defines nothing."""
+        definitions = self.definitions
+        if node.type in definitions.whole or node.type in definitions.containers:
+            return node
+        if node.type in definitions.wrappers:
+            for child in node.named_children:
+                if (found := self._definition(child)) is not None:
+                    return found
+        if node.type in definitions.bindings:
+            value = node.child_by_field_name("value") or node.child_by_field_name("right")
+            if value is not None and value.type in definitions.function_values:
+                return node
+        return None
+
+
+def _lines(node: tree_sitter.Node) -> tuple[int, int]:
+    """A node's first and last lines, 1-based (one that ends with its line's newline ends on that line)."""
+    start, end = node.start_point, node.end_point
+    return start.row + 1, max(start.row + 1, end.row + (1 if end.column else 0))
+
+
+def _name(definition: tree_sitter.Node) -> str | None:
+    """A definition's name, with the type a Go method is declared on (`Server.Serve`); None for an
+    anonymous one."""
+    node = _name_node(definition)
+    if node is None or node.text is None:
+        return None
+    name = _written_name(node.text)
+    receiver = definition.child_by_field_name("receiver")  # Go: func (s *Server) Serve()
+    if receiver is not None and receiver.named_children:
+        kind = receiver.named_children[0].child_by_field_name("type")
+        while kind is not None and kind.type in ("pointer_type", "generic_type"):
+            kind = kind.child_by_field_name("type") or next(iter(kind.named_children), None)
+        if kind is not None and kind.text is not None:
+            name = f"{_written_name(kind.text)}.{name}"
+    return name if name and len(name) <= _MAX_NAME_CHARS and "\n" not in name else None
+
+
+def _name_node(node: tree_sitter.Node) -> tree_sitter.Node | None:
+    for field in _NAME_FIELDS:
+        child = node.child_by_field_name(field)
+        if child is not None:
+            if child.type in _SCOPED_NAMES:
+                return child
+            return _name_node(child) or child
+    if node.type.endswith("declarator") and node.named_children:  # C++'s `&f()`: its field is unnamed
+        return _name_node(node.named_children[-1]) or node.named_children[-1]
+    return None
+
+
+def _written_name(text: bytes) -> str:
+    """A name as the index's symbols write it: scopes joined by dots (`Parser::parse`: `Parser.parse`),
+    without spaces or quotes (TypeScript's `declare module "x"`)."""
+    return re.sub(r"\s+", "", text.decode("utf-8", "replace")).replace("::", ".").strip("\"'")
