@@ -739,3 +739,19 @@ async def test_files_changed_on_disk_are_indexed_in_a_thread_that_waits_while_th
     assert len(found["results"]) == 20 and found["indexed"]["files"] == 25, found
     workspace_index.stop()
 
+
+async def test_the_index_saved_in_the_older_format_is_deleted_once_the_new_one_is_saved(repo: Path):
+    server = IndexingServer(repo, repo.parent / "cache")
+    workspace_index = WorkspaceIndex(server)
+    saved = workspace_index._saved_path([repo])
+    older = saved.with_name(saved.name.removesuffix(".npz") + ".json.gz")
+    another_workspaces = saved.with_name("0123456789abcdef.json.gz")
+    older.parent.mkdir(parents=True)
+    older.write_bytes(gzip.compress(b'{"version": 2}'))
+    another_workspaces.write_bytes(gzip.compress(b'{"version": 2}'))
+    workspace_index.start()
+    assert workspace_index._building is not None
+    await asyncio.wait_for(workspace_index._building, 30)
+    assert saved.exists() and not older.exists()
+    assert another_workspaces.exists()  # deleted when that workspace's index is saved
+    workspace_index.stop()

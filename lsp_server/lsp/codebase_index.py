@@ -5,7 +5,8 @@ The build runs in a thread and pauses between files while the model works on a r
 a code action waits on it for one file at most (a request's tool calls do not pause it: the model is
 idle then). It starts from the index saved in
 `cacheDir` for the same folders, reading again only the files that changed since, and shows LSP
-work-done progress. Edits in the editor (didChange, debounced), saves and the client's file events
+work-done progress; once it has saved the index, the one an older version saved there in a format no
+longer read is deleted. Edits in the editor (didChange, debounced), saves and the client's file events
 (workspace/didChangeWatchedFiles, registered where the client allows) update it file by file; the
 search that follows a change starts the ranker's refresh in a thread of the index's, which pauses as
 the build does, and answers at once from the ranker it has and the changed files' new chunks.
@@ -128,6 +129,7 @@ class WorkspaceIndex:
 
             await asyncio.to_thread(index.build, None, progress)
             await asyncio.to_thread(index.save, saved)
+            _remove_older_formats(saved)
             skipped = ", ".join(f"{n} {why}" for why, n in sorted(index.skipped.counts.items()))
             summary = f"{index.n_files} files, {index.n_chunks} chunks" + (
                 f"; skipped: {skipped}" if skipped else ""
@@ -209,6 +211,25 @@ class WorkspaceIndex:
             "results": [result for hit in hits if (result := _result(index, hit)) is not None],
             "indexed": {"files": index.n_files, "chunks": index.n_chunks, "ready": index.ready},
         }
+
+
+# The suffixes the index of the same folders was saved with by earlier versions (format 2 and before:
+# JSON, gzipped), which no version reads now: a large workspace's took 20 MB of the cache.
+OLDER_FORMATS = (".json.gz",)
+
+
+def _remove_older_formats(saved: Path) -> None:
+    """Deletes the index of the same folders in the formats no longer read, once `saved` is written."""
+    for suffix in OLDER_FORMATS:
+        older = saved.with_name(saved.name.removesuffix(saved.suffix) + suffix)
+        try:
+            older.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:  # a read-only cache: the file stays, and the index works without it
+            log.warning("the index saved in an older format was not removed: %s", exc)
+            continue
+        log.info("removed the index saved in an older format: %s", older)
 
 
 def _update_files(index: CodebaseIndex, paths: list[Path]) -> None:
