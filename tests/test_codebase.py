@@ -88,8 +88,38 @@ def repo(tmp_path: Path) -> Path:
 
 def test_words_split_identifiers_and_drop_what_names_no_code():
     assert words("reachServer retry_delay_S the HTTPServer handles") == [
-        "reach", "server", "retry", "delay", "http", "server", "handl",
+        "reach", "server", "retri", "delay", "http", "server", "handl",
     ]  # fmt: skip
+    # One stem for a word's forms (Snowball's), where cutting endings by hand split class from classes.
+    assert len(set(words("handle handles handled handling"))) == 1
+    assert len(set(words("class classes"))) == len(set(words("proxy proxies"))) == 1
+    assert words("access status") == ["access", "status"]
+
+
+def test_a_query_word_the_index_lacks_is_looked_for_as_words_written_together(tmp_path: Path):
+    (tmp_path / "env.py").write_text("def env_log_dir(conf):\n    return conf.work_dir / 'log'\n")
+    (tmp_path / "other.py").write_text("def unrelated():\n    pass\n")
+    index = CodebaseIndex([tmp_path])
+    index.build()
+    vocabulary = index._vocabulary
+    assert codebase.query_words("add envlogdir support", vocabulary) == [
+        "add",
+        "env",
+        "log",
+        "dir",
+        "support",
+    ]
+    assert codebase.query_words("workdir", vocabulary) == ["work", "dir"]
+    assert codebase.query_words("zzzqqq", vocabulary) == ["zzzqqq"]  # no split: left as it is
+    assert index.search("envlogdir")[0].symbol == "env_log_dir"
+
+
+def test_configuration_and_data_files_count_as_documentation_does():
+    for path in [".pre-commit-config.yaml", "tox.ini", "setup.cfg", "pyproject.toml", "src/LICENSE",
+                 "docker/Dockerfile", "docs/img/logo.svg", "package.json"]:  # fmt: skip
+        assert codebase.file_weight(path) == codebase.CONFIGURATION_WEIGHT, path
+    for path in ["setup.py", "src/config.py", "web/settings.ts", "scripts/lint"]:
+        assert codebase.file_weight(path) == 1.0, path
 
 
 def test_every_file_of_the_tests_counts_less_though_a_check_runs_only_the_test_modules():

@@ -4,11 +4,13 @@ A chunk is a unit a reader would point at: a function, a method, a small class w
 the code between definitions, where languages.outline knows the file's language (Python through the
 standard library's `ast`, the others through tree-sitter's grammars: one parse per file); in other
 files, and in one that does not parse, a window of CHUNK_LINES lines. Each chunk is counted as words
-(identifiers split at snake_case and camelCase, lowercased, a plural's or a tense's ending cut, English
-function words left out), its path's and symbol's words counted PATH_WEIGHT and SYMBOL_WEIGHT times
-more, and ranked with BM25 (Lucene's variant, as the `bm25s` package scores it). A test file's chunks
-count TEST_WEIGHT as much, and documentation's PROSE_WEIGHT: a test or a changelog that merely names a
-function should not outrank the code that implements it.
+(identifiers split at snake_case and camelCase, lowercased, stemmed by Snowball's English stemmer,
+English function words left out), its path's and symbol's words counted PATH_WEIGHT and SYMBOL_WEIGHT
+times more, and ranked with BM25 (Lucene's variant, as the `bm25s` package scores it); a query's word
+that no chunk holds is looked for as words written together (`envlogdir`: env_log_dir). A test file's
+chunks count TEST_WEIGHT as much, documentation's PROSE_WEIGHT and configuration's CONFIGURATION_WEIGHT:
+a test, a changelog or a settings file that merely names a function should not outrank the code that
+implements it.
 
 A chunk is kept as its words' ids and counts, not as text: a workspace of ten thousand files holds
 millions of words. Once indexed, every chunk lives in the ranker (`_Ranker`), once: its lines and symbol
@@ -51,6 +53,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
+import Stemmer
 
 from . import languages
 from .tools.schemas import glob_regex
@@ -58,7 +61,7 @@ from .tools.workspace_files import MAX_FILE_BYTES, SKIPPED_DIRS, ToolError, Work
 
 log = logging.getLogger("llama_lsp.codebase")
 
-FORMAT_VERSION = 4  # of the saved index: another is read as none (4: chunks by definition in other languages)
+FORMAT_VERSION = 5  # of the saved index: another is read as none (5: words stemmed by Snowball)
 CHUNK_LINES = 40  # a window of a file that is not Python, and the longest run of module-level lines
 MAX_FILES = 20_000
 MERGE_FILES = 1_000  # a build merges the files it has read into the ranker every this many
@@ -67,12 +70,17 @@ PATH_WEIGHT = 3
 SYMBOL_WEIGHT = 3
 TEST_WEIGHT = 0.5
 PROSE_WEIGHT = 0.5  # documentation: it describes the code, but the question is for the code
+CONFIGURATION_WEIGHT = 0.5  # settings, build files, licenses, data: they name the code's options, not it
 LONG_LINE_CHARS = 1_000  # a file with such lines is minified or generated: not code to read
 SNIPPET_LINES = 8
 # BM25's parameters, bm25s's defaults (Lucene's variant).
 BM25_K1 = 1.5
 BM25_B = 0.75
 MAX_COUNT = 0xFFFF  # a word's count in one chunk, at most (its array holds 16 bits)
+# A query's word the index lacks is looked for as words written together (envlogdir) when it is this
+# long, in parts of MIN_JOINED_PART letters or more (shorter ones split almost any word).
+MIN_JOINED_PART = 3
+MAX_JOINED_CHARS = 40
 
 # English function words: they say nothing about where the code is.
 _STOP_WORDS = frozenset(
@@ -143,8 +151,8 @@ _PART = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
 def words(text: str) -> list[str]:
     """The words of text that may name code, in order, repeated as they are: identifiers split at
-    snake_case and camelCase, lowercased, without short and common words, a plural's or a tense's
-    ending cut so that `handles` finds `handler`."""
+    snake_case and camelCase, lowercased, without short and common words, stemmed so that `handles`
+    finds `handle` and `handling`."""
     found = []
     for token in _IDENTIFIER.findall(text):
         for part in _PART.findall(token):
@@ -155,11 +163,42 @@ def words(text: str) -> list[str]:
     return found
 
 
+_stemmers = threading.local()  # a Stemmer keeps state between calls: one per thread
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
-    for ending in ("ing", "ed", "es", "s"):
-        if word.endswith(ending) and len(word) - len(ending) >= 4:
-            return word[: -len(ending)]
-    return word
+    """A word's stem by Snowball's English stemmer (bm25s's own choice, through PyStemmer): `handles`,
+    `handled` and `handling` are `handl`, `classes` is `class`, `proxies` and `proxy` are `proxi`."""
+    stemmer = getattr(_stemmers, "english", None)
+    if stemmer is None:
+        stemmer = _stemmers.english = Stemmer.Stemmer("english")
+    return str(stemmer.stemWord(word))
+
+
+def query_words(query: str, vocabulary: Mapping[str, int]) -> list[str]:
+    """The words a search looks for: the query's words, each that the index does not hold split into
+    words it does where it can (`envlogdir`: env, log, dir; `tomllib`: toml, lib), since a name is often
+    written in prose as one word where the code splits it (env_log_dir)."""
+    return [part for word in words(query) for part in _joined_words(word, vocabulary)]
+
+
+def _joined_words(word: str, vocabulary: Mapping[str, int]) -> list[str]:
+    """`word`'s split into the fewest words of `vocabulary` (MIN_JOINED_PART letters each at least), or
+    [word] where it is one of them, or is short or long (a hash), or has no such split."""
+    if word in vocabulary or not 2 * MIN_JOINED_PART <= len(word) <= MAX_JOINED_CHARS:
+        return [word]
+    fewest: list[list[str] | None] = [[]] + [None] * len(word)  # fewest[i]: the best split of word[:i]
+    for end in range(MIN_JOINED_PART, len(word) + 1):
+        for start in range(end - MIN_JOINED_PART + 1):
+            before = fewest[start]
+            if before is None:
+                continue
+            part = _stem(word[start:end])
+            current = fewest[end]
+            if part in vocabulary and (current is None or len(before) + 1 < len(current)):
+                fewest[end] = [*before, part]
+    return fewest[-1] or [word]
 
 
 def is_prose(path: str) -> bool:
@@ -170,13 +209,33 @@ def is_prose(path: str) -> bool:
     )
 
 
+def is_configuration(path: str) -> bool:
+    """Whether a path is configuration or data rather than code: settings (YAML, TOML, INI, JSON...),
+    a dotfile, a build or container recipe, a license, an image written as text (SVG)."""
+    name = path.lower().rsplit("/", 1)[-1]
+    return (
+        name.endswith(_CONFIGURATION_SUFFIXES)
+        or name.startswith((".", "license", "licence", "copying", "notice", "dockerfile", "makefile"))
+        or name in ("authors", "contributors", "codeowners")
+    )
+
+
+_CONFIGURATION_SUFFIXES = (
+    *(".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".json", ".jsonc", ".lock", ".xml", ".plist"),
+    *(".csv", ".tsv", ".svg", ".properties", ".env"),
+)
+
+
 def file_weight(path: str) -> float:
-    """How much a file's chunks count: a test or a document that names the code counts less than it."""
+    """How much a file's chunks count: a test, a document or a configuration file that names the code
+    counts less than the code."""
     # Any file of the tests, not only those a check runs (languages.is_test_file): a fixture or a spec
     # names the code as much as a test does.
     if languages.belongs_to_tests(path):
         return TEST_WEIGHT
-    return PROSE_WEIGHT if is_prose(path) else 1.0
+    if is_prose(path):
+        return PROSE_WEIGHT
+    return CONFIGURATION_WEIGHT if is_configuration(path) else 1.0
 
 
 @dataclass(frozen=True)
@@ -514,7 +573,9 @@ class CodebaseIndex:
     def _best_chunks(self, query: str, limit: int) -> list[tuple[str, Chunk, float]]:
         with self._lock:
             wanted = [
-                self._vocabulary[word] for word in dict.fromkeys(words(query)) if word in self._vocabulary
+                self._vocabulary[word]
+                for word in dict.fromkeys(query_words(query, self._vocabulary))
+                if word in self._vocabulary
             ]
             if not wanted:
                 return []
