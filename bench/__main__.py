@@ -18,7 +18,7 @@ from pathlib import Path
 from harness import report
 from lsp_server.engine import models
 
-from . import checks, index, mcp, next_edit, rewrite, versus
+from . import checks, completion, index, mcp, next_edit, rewrite, versus
 from .baseline import find_decode_loop
 from .parts import (
     Row,
@@ -162,6 +162,9 @@ def main(argv: list[str] | None = None) -> None:
             document(run(Settings(model, runs=args.runs or 5), "full run"))
         if parts & {"versus", "backends", "prefill", "typing"}:
             document(*against_llama_server(versus.Plan(model, runs=args.runs or 5), parts, quick=False))
+        if "typing" in parts:  # other files in the prompt, ours off and on (no llama-server)
+            with tempfile.TemporaryDirectory() as tmp:
+                document(completion.run_other_files(versus.Plan(model, runs=1), Path(tmp)))
         if "rewrite" in parts:
             binary = versus.find_llama_server()
             if binary is None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import glob as glob_module
+import json as json_module
 import statistics
 import time
 from collections.abc import Awaitable, Callable
@@ -257,3 +258,82 @@ def run(plan: Plan, server: LlamaServer, workdir: Path) -> report.Section:
         }
         show("goals: " + "; ".join(f"{name} {'met' if met else 'MISSED'}" for name, met in checks.items()))
     return section
+
+
+# ---- other files in the prompt (completionRecentFiles) ---------------------------------------------------
+
+# The standard library's json package: the user opened the package's modules, then types the end of
+# json/tool.py, which calls json.load/loads/dump with dump's keyword arguments (defined in __init__.py).
+PACKAGE = Path(json_module.__file__).parent
+OPENED_FIRST = ("json/__init__.py", "json/decoder.py", "json/encoder.py")
+TYPED = "json/tool.py"
+OTHER_FILES_HELD_BACK = 24
+
+
+async def ours_with_other_files(plan: Plan, workdir: Path, all_pauses: list[Pause], on: bool) -> Side:
+    """Opens OPENED_FIRST, then types TYPED, with completionRecentFiles on or off."""
+    options = {
+        "model": str(plan.model),
+        "threads": THREADS,
+        "cacheDir": str(workdir / "cache"),
+        "completionRecentFiles": on,
+        "warm": False,  # each way reads the same prompts on its first request: no warming race
+    }
+    server = await Ours.start(workdir, options)
+    try:
+        for name in OPENED_FIRST:
+            server.client.text_document_did_open(
+                types.DidOpenTextDocumentParams(
+                    types.TextDocumentItem(
+                        (workdir / name).as_uri(), "python", 1, (workdir / name).read_text()
+                    )
+                )
+            )
+        side = await type_in(server.client, (workdir / TYPED).as_uri(), all_pauses)
+        side.name = f"ours, other files {'on' if on else 'off'}"
+        return side
+    finally:
+        await server.stop()
+
+
+def run_other_files(plan: Plan, workdir: Path) -> report.Section:
+    """Types json/tool.py's end with the package's other modules open, other files off and on."""
+    for name in (*OPENED_FIRST, TYPED):  # copied at run time from the running interpreter
+        (workdir / name).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / name).write_text((PACKAGE / Path(name).name).read_text(encoding="utf-8"), encoding="utf-8")
+    lines = (workdir / TYPED).read_text(encoding="utf-8").splitlines()
+    all_pauses = pauses(lines, OTHER_FILES_HELD_BACK)
+    show(
+        f"\ninline completion with other files open: {', '.join(OPENED_FIRST)} opened, then {TYPED}'s last "
+        f"{OTHER_FILES_HELD_BACK} lines typed again: {len(all_pauses)} requests a way"
+    )
+    sides = [asyncio.run(ours_with_other_files(plan, workdir, all_pauses, on)) for on in (False, True)]
+    rows = [["", *(side.name for side in sides), "on / off"]]
+
+    def row(label: str, values: list[float], fmt: str) -> None:
+        ratio = values[1] / values[0] if values[0] else float("inf")
+        rows.append([label, *(fmt.format(v) for v in values), f"{ratio:.2f}x"])
+
+    row("first request (cold), ms", [s.first_ms for s in sides], "{:,.0f}")
+    row("time to a completion p50, ms", [percentile(s.times_ms, 50) for s in sides], "{:,.0f}")
+    row("time to a completion p90, ms", [percentile(s.times_ms, 90) for s in sides], "{:,.0f}")
+    row(
+        "prompt tokens evaluated per request (mean)", [statistics.fmean(s.evaluated) for s in sides], "{:.1f}"
+    )
+    row("exact match at line start", [sum(s.exact) / len(s.exact) for s in sides], "{:.0%}")
+    rows.append(["line starts matched", *(f"{sum(s.exact)} of {len(s.exact)}" for s in sides), ""])
+    table(rows)
+    return report.Section(
+        f"bench/typing-other-files/{report.key_part(plan.model.name)}",
+        f"Inline completion with other files open ({plan.model.stem})",
+        report.Run.now(
+            threads=THREADS, model=plan.model, figures="one run a way, percentiles over the requests"
+        ),
+        [report.Table(["measurement", *rows[0][1:]], rows[1:])],
+        about=f"The interpreter's json package: {', '.join(OPENED_FIRST)} opened, then the last "
+        f"{OTHER_FILES_HELD_BACK} lines of {TYPED} typed again a word at a time ({len(all_pauses)} "
+        "requests a way, each after the previous answer), over stdio LSP with the setting "
+        "completionRecentFiles off, then on (chunks of the other files most like the text around the "
+        "cursor before the file). One run a way, one after the other on a shared machine: the times are "
+        "noisy, the matches are not. llama-server was not run with the same chunks.",
+    )

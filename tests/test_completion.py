@@ -21,7 +21,14 @@ from .lsp_client import AssistantClient
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-SERVER_OPTIONS = {"model": "qwen2.5-coder-0.5b", "contextSize": 4096, "slots": 2, "warm": False}
+# completionRecentFiles: on here (off by default), so that these tests see other files in the prompt too.
+SERVER_OPTIONS = {
+    "model": "qwen2.5-coder-0.5b",
+    "contextSize": 4096,
+    "slots": 2,
+    "warm": False,
+    "completionRecentFiles": True,
+}
 
 CALC = "import math\n\n\ndef add(a, b):\n    return"
 
@@ -138,3 +145,49 @@ async def test_no_completion_with_text_right_of_the_cursor_or_when_turned_off(
     client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"llamaLsp": {"completion": True}})
     )
+
+
+GEOMETRY = (
+    "def rectangle_surface_area(width, height):\n"
+    '    """The area of a width x height rectangle."""\n'
+    "    return width * height\n"
+)
+
+
+async def test_a_recently_opened_files_chunk_is_in_the_prompt_of_another_file_until_it_closes(
+    client: AssistantClient, tmp_path: Path
+):
+    geometry = open_text(client, tmp_path / "geometry.py", GEOMETRY)
+    text = "from geometry import rectangle_surface_area\n\nfloor = rectangle_surface_area("
+    uri = open_text(client, tmp_path / "rooms.py", text)
+    await complete(client, uri, at_end(text))
+    with_other = await last_completion(client)
+    # A user sees which chunks went in (assistant/stats), each as path:lines; never the file itself.
+    assert "geometry.py:1-3" in with_other["extra"], with_other
+    assert not any(place.startswith("rooms.py:") for place in with_other["extra"])
+    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(geometry)))
+    typed = text + "4, "
+    change_text(client, uri, typed, 2)
+    await complete(client, uri, at_end(typed))
+    closed = await last_completion(client)
+    if not closed["cached"]:
+        assert not any(place.startswith("geometry.py:") for place in closed["extra"]), closed
+        assert closed["nPrompt"] < with_other["nPrompt"]
+
+
+async def test_completion_without_other_files_when_the_setting_is_off(
+    client: AssistantClient, tmp_path: Path
+):
+    open_text(client, tmp_path / "geometry2.py", GEOMETRY.replace("rectangle", "box"))
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"llamaLsp": {"completionRecentFiles": False}})
+    )
+    try:
+        text = "from geometry2 import box_surface_area\n\nfloor = box_surface_area("
+        uri = open_text(client, tmp_path / "rooms2.py", text)
+        await complete(client, uri, at_end(text))
+        assert (await last_completion(client))["extra"] == []
+    finally:
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"llamaLsp": {"completionRecentFiles": True}})
+        )

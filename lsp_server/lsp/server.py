@@ -306,11 +306,13 @@ def create_server() -> AssistantServer:
     # pygls keeps the documents; these run after it has applied the change.
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def on_did_open(ls: AssistantServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.completion.opened(params.text_document.uri)
         ls.warmer.opened(params.text_document.uri)
         ls.next_edits.opened(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def on_did_change(ls: AssistantServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.completion.changed(params)
         ls.warmer.changed(params.text_document.uri)
         ls.next_edits.changed(params.text_document.uri)
         ls.codebase.changed(params.text_document.uri)
@@ -318,6 +320,7 @@ def create_server() -> AssistantServer:
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def on_did_save(ls: AssistantServer, params: types.DidSaveTextDocumentParams) -> None:
         ls.test_diagnostics.saved(params.text_document.uri)
+        ls.completion.saved(params.text_document.uri)
         ls.codebase.changed(params.text_document.uri)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -326,6 +329,7 @@ def create_server() -> AssistantServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def on_did_close(ls: AssistantServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.completion.closed(params.text_document.uri)
         ls.warmer.closed(params.text_document.uri)
         ls.next_edits.closed(params.text_document.uri)
 

@@ -260,6 +260,14 @@ class Settings:
         bounds=(50, 60000),
         local_only=True,
     )
+    completion_recent_files: bool = setting(
+        False,  # make bench (typing-other-files): no more exact matches on the 0.5B, more tokens read
+        doc="Inline completion sees a few chunks of the files you opened, edited or saved recently (those "
+        "most like the code around the cursor, about 500 tokens), so that it can use names defined there. "
+        "Off: it sees only the file being completed.\n\n"
+        "The chunks it used are listed in `assistant/stats` (`lastCompletion.extra`).",
+        local_only=True,
+    )
     # Next-edit suggestions (lsp_server.lsp.next_edit).
     next_edit: bool = setting(
         True,

@@ -168,6 +168,12 @@ export interface ServerSettings {
    */
   completionTimeBudgetMs: number;
   /**
+   * Inline completion sees a few chunks of the files you opened, edited or saved recently (those most like
+   * the code around the cursor, about 500 tokens), so that it can use names defined there. Off: it sees only
+   * the file being completed. Not used with a remote `backend`.
+   */
+  completionRecentFiles: boolean;
+  /**
    * Next-edit suggestions: once typing pauses, the model predicts the edit you are likely to make next from
    * your recent edits (the rest of a rename, the same change to a similar line), and the editor shows it
    * where it applies, also away from the cursor. `Tab` jumps to a suggestion away from the cursor and
@@ -229,6 +235,7 @@ export const SERVER_DEFAULTS: Required<ServerSettings> = {
   warm: true,
   completion: true,
   completionTimeBudgetMs: 1000,
+  completionRecentFiles: false,
   nextEdit: true,
   nextEditDelayMs: 400,
   mcpServers: {},

@@ -10,104 +10,110 @@ local M = {}
 -- begin settings: generated from lsp_server/lsp/settings.py, `make generate`
 ---Server settings, camelCase as on the wire (the `llamaLsp` section; the server's defaults fill the rest).
 ---@class llama_lsp.ServerSettings
----@field model? string                Catalogue model name (`llama-lsp model list`) or the path of a GGUF
----                                    file. Default: "qwen2.5-coder-1.5b".
----@field contextSize? integer         Context size in tokens for each conversation slot. Default: 8192.
----@field threads? integer             Threads for decoding and for reading prompts; 0 picks a default for the
----                                    machine (half the cores, at most 4). Default: 0.
----@field slots? integer               Conversations kept warm at once, each in its own slot of `contextSize`
----                                    tokens whose cached prompt a follow-up reuses; the least recently used
----                                    is evicted. Default: 4.
----@field cacheDir? string             Directory where the server saves its slots' state, so that the cache
----                                    survives restarts. Unset: `~/.cache/llama-lsp` (under `$XDG_CACHE_HOME`
----                                    when that is set); the models stay in `~/.cache/llama-lsp/models`
----                                    either way.
----@field codebaseIndex? boolean       Index the workspace's files in the background (functions, classes and
----                                    blocks, ranked by their words), saved in `cacheDir`, so that chat's
----                                    search finds the code a question describes even when no line matches
----                                    its words, and `assistant/searchCodebase` answers. The files git would
----                                    commit (`.gitignore` respected), or every file outside build and
----                                    dependency folders where the folder is no repository; binary, minified
----                                    and huge files are skipped. It pauses while the model answers. Off:
----                                    nothing is indexed. Default: true.
----@field codebaseExclude? string[]    Files the index leaves out besides those `.gitignore` ignores: globs
----                                    over a file's path in its workspace folder (`*` and `?` within a name,
----                                    `**` across folders; a pattern without `/` matches a name at any depth,
----                                    as in `.gitignore`), such as `"fixtures"`, `"docs/*.md"` or
----                                    `"*.min.js"`. A pattern that matches a folder leaves out everything in
----                                    it. Default: [].
----@field codebaseMaxFileKb? integer   Files larger than this many KB are not indexed (a data file or a
----                                    generated module has little to find and costs memory). Default: 512.
+---@field model? string                  Catalogue model name (`llama-lsp model list`) or the path of a GGUF
+---                                      file. Default: "qwen2.5-coder-1.5b".
+---@field contextSize? integer           Context size in tokens for each conversation slot. Default: 8192.
+---@field threads? integer               Threads for decoding and for reading prompts; 0 picks a default for
+---                                      the machine (half the cores, at most 4). Default: 0.
+---@field slots? integer                 Conversations kept warm at once, each in its own slot of
+---                                      `contextSize` tokens whose cached prompt a follow-up reuses; the
+---                                      least recently used is evicted. Default: 4.
+---@field cacheDir? string               Directory where the server saves its slots' state, so that the cache
+---                                      survives restarts. Unset: `~/.cache/llama-lsp` (under
+---                                      `$XDG_CACHE_HOME` when that is set); the models stay in
+---                                      `~/.cache/llama-lsp/models` either way.
+---@field codebaseIndex? boolean         Index the workspace's files in the background (functions, classes and
+---                                      blocks, ranked by their words), saved in `cacheDir`, so that chat's
+---                                      search finds the code a question describes even when no line matches
+---                                      its words, and `assistant/searchCodebase` answers. The files git
+---                                      would commit (`.gitignore` respected), or every file outside build
+---                                      and dependency folders where the folder is no repository; binary,
+---                                      minified and huge files are skipped. It pauses while the model
+---                                      answers. Off: nothing is indexed. Default: true.
+---@field codebaseExclude? string[]      Files the index leaves out besides those `.gitignore` ignores: globs
+---                                      over a file's path in its workspace folder (`*` and `?` within a
+---                                      name, `**` across folders; a pattern without `/` matches a name at
+---                                      any depth, as in `.gitignore`), such as `"fixtures"`, `"docs/*.md"`
+---                                      or `"*.min.js"`. A pattern that matches a folder leaves out
+---                                      everything in it. Default: [].
+---@field codebaseMaxFileKb? integer     Files larger than this many KB are not indexed (a data file or a
+---                                      generated module has little to find and costs memory). Default: 512.
 ---@field chatCodebase? "mention"|"always" When chat reads the workspace code that best matches a question
----                                    before answering: `"mention"`, when the question says `@codebase`;
----                                    `"always"`, for every question (each then takes longer to read, on a
----                                    CPU a few seconds). Default: "mention".
----@field maxToolSteps? integer        Tool calls (reading, searching, editing files) the model may make per
----                                    answer, at most. Default: 6.
----@field maxTokens? integer           Tokens the model may write per model request, at most. A code action
----                                    that writes a block again (Fix, Document, Refactor, Write tests) may
----                                    write more, so that the whole block fits: up to 4 times this; a block
----                                    too long for that is refused with a message that names this setting.
----                                    Default: 1024.
----@field temperature? number          Sampling temperature; 0 is greedy, so the same question gets the same
----                                    answer. Default: 0.
----@field verifyCommand? string|false  Shell command that checks each edit the model proposes; `"auto"` finds
----                                    the project's tests. Empty: edits are not checked. Default: "auto".
----@field testDiagnostics? boolean     Run the project's tests after each save of a Python file, and show each
----                                    failure as a problem on the failing test's line and on the function
----                                    under test, with what failed; Fix there reads the failure. Default:
----                                    false.
----@field verifySandbox? "auto"|"none" How `verifyCommand` is isolated: `"auto"` runs it under bubblewrap
----                                    (`bwrap`), or not at all where bubblewrap is missing or cannot set up
----                                    its sandbox; `"none"` runs it without isolation. Default: "auto".
----@field verifyTimeout? number        Seconds one run of `verifyCommand` may take before it is stopped and
----                                    counted as failed. Default: 60.
----@field maxVerifyAttempts? integer   How many proposed edits `verifyCommand` checks per request before the
----                                    first failed one is returned, marked as failed. Default: 2.
----@field speculative? boolean         Speculative decoding: while the model writes, the code it was shown
----                                    serves as a draft of what comes next, and the model checks a whole
----                                    draft at once instead of writing one token at a time. A Fix or Document
----                                    that writes a function back decodes about 1.8x as fast on a CPU. Greedy
----                                    answers are the model's own, but a near-tie between two tokens may go
----                                    the other way than without drafting (a batch rounds differently from
----                                    one token at a time); the same request still gives the same answer
----                                    every time. Drafting pauses where drafts keep failing, so chat is not
----                                    slower. Off: one token at a time. Default: true.
----@field warm? boolean                Warm the model's cache in the background while you read: an open file's
----                                    prompt when it is opened and after typing pauses, and each answer for
----                                    the follow-up, so that a first question about the file evaluates only
----                                    the question. Off: the model runs only when you ask something. Default:
----                                    true.
----@field nextEdit? boolean            Next-edit suggestions: once typing pauses, the model predicts the edit
----                                    you are likely to make next from your recent edits (the rest of a
----                                    rename, the same change to a similar line), and the editor shows it
----                                    where it applies, also away from the cursor. `Tab` jumps to a
----                                    suggestion away from the cursor and accepts one at it; `Escape`
----                                    dismisses it. Off: the server suggests nothing. Default: true.
----@field nextEditDelayMs? integer     Milliseconds of no typing before the editor asks for a next-edit
----                                    suggestion. Default: 400.
+---                                      before answering: `"mention"`, when the question says `@codebase`;
+---                                      `"always"`, for every question (each then takes longer to read, on a
+---                                      CPU a few seconds). Default: "mention".
+---@field maxToolSteps? integer          Tool calls (reading, searching, editing files) the model may make per
+---                                      answer, at most. Default: 6.
+---@field maxTokens? integer             Tokens the model may write per model request, at most. A code action
+---                                      that writes a block again (Fix, Document, Refactor, Write tests) may
+---                                      write more, so that the whole block fits: up to 4 times this; a block
+---                                      too long for that is refused with a message that names this setting.
+---                                      Default: 1024.
+---@field temperature? number            Sampling temperature; 0 is greedy, so the same question gets the same
+---                                      answer. Default: 0.
+---@field verifyCommand? string|false    Shell command that checks each edit the model proposes; `"auto"`
+---                                      finds the project's tests. Empty: edits are not checked. Default:
+---                                      "auto".
+---@field testDiagnostics? boolean       Run the project's tests after each save of a Python file, and show
+---                                      each failure as a problem on the failing test's line and on the
+---                                      function under test, with what failed; Fix there reads the failure.
+---                                      Default: false.
+---@field verifySandbox? "auto"|"none"   How `verifyCommand` is isolated: `"auto"` runs it under bubblewrap
+---                                      (`bwrap`), or not at all where bubblewrap is missing or cannot set up
+---                                      its sandbox; `"none"` runs it without isolation. Default: "auto".
+---@field verifyTimeout? number          Seconds one run of `verifyCommand` may take before it is stopped and
+---                                      counted as failed. Default: 60.
+---@field maxVerifyAttempts? integer     How many proposed edits `verifyCommand` checks per request before the
+---                                      first failed one is returned, marked as failed. Default: 2.
+---@field speculative? boolean           Speculative decoding: while the model writes, the code it was shown
+---                                      serves as a draft of what comes next, and the model checks a whole
+---                                      draft at once instead of writing one token at a time. A Fix or
+---                                      Document that writes a function back decodes about 1.8x as fast on a
+---                                      CPU. Greedy answers are the model's own, but a near-tie between two
+---                                      tokens may go the other way than without drafting (a batch rounds
+---                                      differently from one token at a time); the same request still gives
+---                                      the same answer every time. Drafting pauses where drafts keep
+---                                      failing, so chat is not slower. Off: one token at a time. Default:
+---                                      true.
+---@field warm? boolean                  Warm the model's cache in the background while you read: an open
+---                                      file's prompt when it is opened and after typing pauses, and each
+---                                      answer for the follow-up, so that a first question about the file
+---                                      evaluates only the question. Off: the model runs only when you ask
+---                                      something. Default: true.
+---@field completionRecentFiles? boolean Inline completion sees a few chunks of the files you opened, edited
+---                                      or saved recently (those most like the code around the cursor, about
+---                                      500 tokens), so that it can use names defined there. Off: it sees
+---                                      only the file being completed. Default: false.
+---@field nextEdit? boolean              Next-edit suggestions: once typing pauses, the model predicts the
+---                                      edit you are likely to make next from your recent edits (the rest of
+---                                      a rename, the same change to a similar line), and the editor shows it
+---                                      where it applies, also away from the cursor. `Tab` jumps to a
+---                                      suggestion away from the cursor and accepts one at it; `Escape`
+---                                      dismisses it. Off: the server suggests nothing. Default: true.
+---@field nextEditDelayMs? integer       Milliseconds of no typing before the editor asks for a next-edit
+---                                      suggestion. Default: 400.
 ---@field mcpServers? table<string, llama_lsp.McpServer> MCP (Model Context Protocol) servers whose tools chat
----                                    may call, as other editors configure them: `{"name": {"command": "...",
----                                    "args": [...], "env": {...}, "cwd": "..."}}` for a server the language
----                                    server starts (stdio), or `{"name": {"url": "https://..."}}` for one it
----                                    reaches over streamable HTTP. Default: {}.
+---                                      may call, as other editors configure them: `{"name": {"command":
+---                                      "...", "args": [...], "env": {...}, "cwd": "..."}}` for a server the
+---                                      language server starts (stdio), or `{"name": {"url": "https://..."}}`
+---                                      for one it reaches over streamable HTTP. Default: {}.
 ---@field mcpToolChoice? "relevant"|"first" Which of the MCP servers' tools a new chat conversation is offered
----                                    when there are more than it may take: `"relevant"`, those whose names
----                                    and descriptions best match its first message (none when none does, so
----                                    a question that needs none reads as fast as without MCP servers);
----                                    `"first"`, the first ones in the order of `mcpServers` and of each
----                                    server's list (the same for every conversation, so its prompt is read
----                                    once). Default: "relevant".
----@field mcpWorkspaceServers? boolean Also start the MCP servers the workspace's own files declare:
----                                    `.vscode/mcp.json` (`"servers"`) and `.mcp.json` (`"mcpServers"`),
----                                    after those of `mcpServers` (whose name wins). Default: true.
+---                                      when there are more than it may take: `"relevant"`, those whose names
+---                                      and descriptions best match its first message (none when none does,
+---                                      so a question that needs none reads as fast as without MCP servers);
+---                                      `"first"`, the first ones in the order of `mcpServers` and of each
+---                                      server's list (the same for every conversation, so its prompt is read
+---                                      once). Default: "relevant".
+---@field mcpWorkspaceServers? boolean   Also start the MCP servers the workspace's own files declare:
+---                                      `.vscode/mcp.json` (`"servers"`) and `.mcp.json` (`"mcpServers"`),
+---                                      after those of `mcpServers` (whose name wins). Default: true.
 ---@field backend? "local"|llama_lsp.RemoteBackend Where the model runs: `"local"`, in the language server's
----                                    process (the model of `model`); or `{"url": "http://host:port/v1",
----                                    "model": "NAME", "apiKeyEnv": "VAR", "timeout": 600}`, an
----                                    OpenAI-compatible server that answers instead (llama.cpp's
----                                    `llama-server`, vLLM), such as a team's shared GPU machine. The API key
----                                    is read from the environment variable `apiKeyEnv` names: the key itself
----                                    is never a setting. Default: "local".
+---                                      process (the model of `model`); or `{"url": "http://host:port/v1",
+---                                      "model": "NAME", "apiKeyEnv": "VAR", "timeout": 600}`, an
+---                                      OpenAI-compatible server that answers instead (llama.cpp's
+---                                      `llama-server`, vLLM), such as a team's shared GPU machine. The API
+---                                      key is read from the environment variable `apiKeyEnv` names: the key
+---                                      itself is never a setting. Default: "local".
 
 ---An OpenAI-compatible server (llama.cpp's llama-server, vLLM) that answers instead of the local model. The
 ---server reads the API key from the environment variable `apiKeyEnv` names: a key is never a setting, so that
