@@ -236,6 +236,8 @@ async def test_a_question_is_offered_the_tools_that_match_it_and_none_when_none_
     assert [tool.name for tool in asked.tools] == ["tracker.lookup_ticket", "tracker.create_note"]
     # Nothing in common: no MCP tool, so the prompt is the one a chat without MCP servers has.
     assert offer(tools, limit=8, question="Why does this loop go on forever?").tools == ()
+    # A word of a description alone ("assignee") names no server: none either.
+    assert offer(tools, limit=8, question="Who is the assignee of this code?").tools == ()
     assert offer(tools, limit=8, question="").tools == ()
 
 

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +58,10 @@ class HeadlessClient(LanguageClient):
         def on_status(params: Any) -> None:
             self.status.put_nowait(protocol.to_plain(params))
 
-    async def start(self, *server_args: str) -> None:
-        """Starts `python -m lsp_server --stdio` with these arguments."""
-        await self.start_io(sys.executable, "-m", "lsp_server", "--stdio", *server_args)
+    async def start(self, *server_args: str, command: Sequence[str] = ()) -> None:
+        """Starts `command` (by default this Python's `python -m lsp_server --stdio`) with these arguments."""
+        command = command or (sys.executable, "-m", "lsp_server", "--stdio")
+        await self.start_io(command[0], *command[1:], *server_args)
         self._drain = asyncio.create_task(self._forward_stderr())
 
     async def initialize_session(self, root: Path, options: dict[str, Any]) -> types.InitializeResult:

@@ -10,8 +10,9 @@ The offer is fixed per conversation when it starts (its schemas are in the promp
 system message): the built-in tools first, then at most MAX_LOCAL_TOOLS of the servers' (MAX_REMOTE_TOOLS
 with a remote backend), in the order of the configuration and of each server's list. Which ones, when
 there are more: those whose names and descriptions share the most words with the conversation's first
-message (BM25 over the tools, the index's words: identifiers split, endings cut), none when none shares
-a word; or, by choice, the first ones. Conversations offered the same tools share their whole prefix;
+message (BM25 over the tools, the index's words: identifiers split, stemmed), of the servers the message
+names (a word of the server's name or of one of its tools' names), none when it names none; or, by
+choice, the first ones. Conversations offered the same tools share their whole prefix;
 a question that needs no MCP tool gets the prefix of a chat without them. A tool list that changes
 reaches the conversations that start after it. A description is cut to MAX_DESCRIPTION_CHARS and a
 schema's `title`s dropped (they cost tokens, say nothing an argument's name does not); the arguments are
@@ -124,8 +125,14 @@ NAME_WEIGHT = 3
 
 def relevant(tools: list[McpTool], question: str, limit: int) -> set[int]:
     """The positions of the (at most `limit`) tools whose server name, tool name and description best
-    match the question's words; ties go to the earlier tool. None share a word: none."""
+    match the question's words, ties to the earlier tool, among the servers the question names: by the
+    server's name or one of its tools' names. Descriptions alone do not make a server relevant: they
+    share common verbs with any question ("Change the default currency" matched the git server's
+    "Shows changes ..."). None named: none."""
     asked = set(words(question))
+    named: dict[str, set[str]] = {}
+    for tool in tools:
+        named.setdefault(tool.server, set(words(tool.server))).update(words(tool.name))
     texts = [
         Counter(words(f"{tool.server} {tool.name}") * NAME_WEIGHT + words(tool.description)) for tool in tools
     ]
@@ -136,6 +143,8 @@ def relevant(tools: list[McpTool], question: str, limit: int) -> set[int]:
     average = sum(sum(text.values()) for text in texts) / len(texts) or 1.0
     scores: list[tuple[float, int]] = []
     for i, text in enumerate(texts):
+        if not named[tools[i].server] & asked:
+            continue
         length = sum(text.values())
         score = 0.0
         for word in asked & text.keys():
