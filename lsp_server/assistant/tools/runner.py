@@ -266,6 +266,7 @@ class ToolRunner:
         wanted = list(dict.fromkeys(words(pattern)))
         if len(wanted) < 2:
             return ""
+        asked = set(wanted)
         found: list[tuple[str, int, str, frozenset[str]]] = []
         for shown, path in self._files(glob):
             if time.monotonic() > deadline:
@@ -274,10 +275,10 @@ class ToolRunner:
                 text = self.proposals.text_after_edits(path)
             except (ToolError, OSError):
                 continue
-            in_path = {word for word in wanted if word in shown.lower()}
+            # Compared as words, not substrings: a stem is not always the start of its word ("retri").
+            in_path = asked.intersection(words(shown))
             for number, line in enumerate(split_lines(text), 1):
-                lowered = line.lower()
-                present = frozenset(word for word in wanted if word in lowered) | in_path
+                present = frozenset(asked.intersection(words(line))) | in_path
                 if present - in_path:
                     found.append((shown, number, line.strip(), present))
         if not found:
