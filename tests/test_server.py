@@ -240,10 +240,10 @@ async def test_a_request_without_params_is_accepted():
     """JSON-RPC lets a request with no arguments leave "params" out, as vscode-jsonrpc does."""
     from pygls.protocol import JsonRPCRequestMessage
 
-    from lsp_server.lsp.server import _plain_params_converter
+    from lsp_server.lsp.lsp_json import plain_json_converter
 
     message = {"jsonrpc": "2.0", "id": 1, "method": protocol.STATS}
-    assert _plain_params_converter().structure(message, JsonRPCRequestMessage).params is None
+    assert plain_json_converter().structure(message, JsonRPCRequestMessage).params is None
 
 
 async def test_a_diagnostic_with_an_empty_message_still_offers_fix(client: AssistantClient, workspace: Path):
