@@ -24,7 +24,7 @@ import glob as glob_module
 import json as json_module
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,6 +107,23 @@ class Side:
             self.generated.append(counts[1])
         if pause.at_line_start:
             self.exact.append(matches(completion, pause))
+
+
+def comparison_rows(rows: list[list[str]], sides: Sequence[Any]) -> Callable[[str, list[float], str], None]:
+    """Adds the rows both typing comparisons print (cold request, p50, p90, tokens evaluated), each with
+    the second side's ratio to the first; returns the function that adds another such row."""
+
+    def row(label: str, values: list[float], fmt: str) -> None:
+        ratio = values[1] / values[0] if values[0] else float("inf")
+        rows.append([label, *(fmt.format(v) for v in values), f"{ratio:.2f}x"])
+
+    row("first request (cold), ms", [s.first_ms for s in sides], "{:,.0f}")
+    row("time to a completion p50, ms", [percentile(s.times_ms, 50) for s in sides], "{:,.0f}")
+    row("time to a completion p90, ms", [percentile(s.times_ms, 90) for s in sides], "{:,.0f}")
+    row(
+        "prompt tokens evaluated per request (mean)", [statistics.fmean(s.evaluated) for s in sides], "{:.1f}"
+    )
+    return row
 
 
 def percentile(values: list[float], q: int) -> float:
@@ -223,16 +240,7 @@ def run(plan: Plan, server: LlamaServer, workdir: Path) -> report.Section:
     sides = [theirs(server, all_pauses), asyncio.run(ours(plan, workdir, all_pauses))]
     rows = [["", *(side.name for side in sides), "ours / theirs"]]
 
-    def row(label: str, values: list[float], fmt: str) -> None:
-        ratio = values[1] / values[0] if values[0] else float("inf")
-        rows.append([label, *(fmt.format(v) for v in values), f"{ratio:.2f}x"])
-
-    row("first request (cold), ms", [s.first_ms for s in sides], "{:,.0f}")
-    row("time to a completion p50, ms", [percentile(s.times_ms, 50) for s in sides], "{:,.0f}")
-    row("time to a completion p90, ms", [percentile(s.times_ms, 90) for s in sides], "{:,.0f}")
-    row(
-        "prompt tokens evaluated per request (mean)", [statistics.fmean(s.evaluated) for s in sides], "{:.1f}"
-    )
+    row = comparison_rows(rows, sides)
     row("tokens generated per request (mean)", [statistics.fmean(s.generated) for s in sides], "{:.1f}")
     row("exact match at line start", [sum(s.exact) / len(s.exact) for s in sides], "{:.0%}")
     table(rows)
@@ -310,16 +318,7 @@ def run_other_files(plan: Plan, workdir: Path) -> report.Section:
     sides = [asyncio.run(ours_with_other_files(plan, workdir, all_pauses, on)) for on in (False, True)]
     rows = [["", *(side.name for side in sides), "on / off"]]
 
-    def row(label: str, values: list[float], fmt: str) -> None:
-        ratio = values[1] / values[0] if values[0] else float("inf")
-        rows.append([label, *(fmt.format(v) for v in values), f"{ratio:.2f}x"])
-
-    row("first request (cold), ms", [s.first_ms for s in sides], "{:,.0f}")
-    row("time to a completion p50, ms", [percentile(s.times_ms, 50) for s in sides], "{:,.0f}")
-    row("time to a completion p90, ms", [percentile(s.times_ms, 90) for s in sides], "{:,.0f}")
-    row(
-        "prompt tokens evaluated per request (mean)", [statistics.fmean(s.evaluated) for s in sides], "{:.1f}"
-    )
+    row = comparison_rows(rows, sides)
     row("exact match at line start", [sum(s.exact) / len(s.exact) for s in sides], "{:.0%}")
     rows.append(["line starts matched", *(f"{sum(s.exact)} of {len(s.exact)}" for s in sides), ""])
     table(rows)
