@@ -17,6 +17,12 @@ Each kind whose tasks the run covered all of (every Document task, every Fix tas
 section of docs/quality.md, keyed by the kind, the check (`--verify`) and the model (harness/report.py):
 a run of some of a kind's tasks (`--tasks 'fix_*'`) writes nothing for that kind, since its share of
 right edits would read as the whole's. `--no-docs` writes nothing.
+
+`--split` runs the fix tasks split across two files (harness/eval_tasks.split_module): the definition
+holding the bug stays, the module's other definitions move to `<module>_support.py`, so that what the
+fixed code uses is defined in another file, as the workspace index's definitions in the prompt are
+for. A task whose split changes what its tests decide is left out, and said so. `--no-index` turns the
+server's workspace index off (`codebaseIndex` false): no definitions from other files in the prompt.
 """
 
 from __future__ import annotations
@@ -91,10 +97,14 @@ async def run_action(
     verify: str | None,
     server_log: bool,
     warm_first: bool,
+    index: bool = True,
 ) -> tuple[dict[str, Any] | str, dict, float]:
     """Starts a server in workdir, resolves the task's code action; returns (resolved action or the
-    server's error, stats, seconds from the action's request to its result)."""
+    server's error, stats, seconds from the action's request to its result). A split task (two files)
+    with the index on is asked once the index is built, so that its prompt has what the code uses
+    from the other file (the index never holds an action up: it may still be building)."""
     options: dict[str, Any] = {"model": model, "threads": threads, "cacheDir": str(workdir.parent / "cache")}
+    options["codebaseIndex"] = index
     options["verifyCommand"] = verify_command(task, verify) if verify else ""  # "": unchecked, not "auto"
     return await run_code_action(
         workdir,
@@ -106,6 +116,7 @@ async def run_action(
         timeout_s=ACTION_TIMEOUT_S,
         server_log=server_log,
         warm_first=warm_first,
+        wait_for_index=index and task.texts is not None,
     )
 
 
@@ -119,6 +130,38 @@ def pytest(workdir: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
         )
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(command, 124, "", f"pytest timed out after {PYTEST_TIMEOUT_S} s")
+
+
+def split_check(task: Task) -> tuple[Task | None, str]:
+    """`task` split across two files (Task.as_split), if the split decides what the task did: its tests
+    fail on the split module with the bug and pass on it with the definition from reference.py. Returns
+    (the split task, "") or (None, why it is left out)."""
+    try:
+        split = task.as_split()
+    except ValueError as exc:
+        return None, str(exc)
+    assert split.fixed is not None
+    with tempfile.TemporaryDirectory(prefix=f"llama-lsp-split-{task.name}-") as temp:
+        workdir = Path(temp)
+        split.copy_to(workdir)
+        before = pytest(workdir)
+        if before.returncode != 1:
+            return None, f"the bug's tests do not fail once split ({last_line(before)})"
+        (workdir / split.file).write_text(split.fixed, encoding="utf-8")
+        after = pytest(workdir)
+        if after.returncode != 0:
+            return None, f"the fix's tests do not pass once split ({last_line(after)})"
+    return split, ""
+
+
+def split_tasks(tasks: list[Task]) -> tuple[list[Task], dict[str, str]]:
+    """The fix tasks among `tasks` split (split_check), two at a time; and those left out, with why."""
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        checked = list(pool.map(split_check, [task for task in tasks if task.kind == "fix"]))
+    fixes = [task for task in tasks if task.kind == "fix"]
+    kept = [split for split, _ in checked if split is not None]
+    left_out = {task.name: why for task, (split, why) in zip(fixes, checked, strict=True) if split is None}
+    return kept, left_out
 
 
 def last_line(result: subprocess.CompletedProcess[str]) -> str:
@@ -231,6 +274,7 @@ def run_task(
     verify: str | None,
     server_log: bool = False,
     warm_first: bool = False,
+    index: bool = True,
 ) -> Outcome:
     outcome = Outcome(task.name, task.kind)
     with tempfile.TemporaryDirectory(prefix=f"llama-lsp-eval-{task.name}-") as temp:
@@ -240,7 +284,7 @@ def run_task(
         started = time.monotonic()
         try:
             resolved, stats, outcome.action_seconds = asyncio.run(
-                run_action(task, workdir, model, threads, verify, server_log, warm_first)
+                run_action(task, workdir, model, threads, verify, server_log, warm_first, index)
             )
         except (JsonRpcException, asyncio.TimeoutError, StopIteration) as exc:
             outcome.seconds = outcome.action_seconds = time.monotonic() - started  # no finer figure
@@ -353,6 +397,19 @@ def main() -> int:
         "--jobs", type=int, default=1, help="tasks run at once, each with its own server (mind --threads)"
     )
     parser.add_argument(
+        "--split",
+        action="store_true",
+        help="run the fix tasks split across two files: the definition holding the bug in the module, its "
+        "other definitions in <module>_support.py (those whose split changes what their tests decide are "
+        "left out, and listed)",
+    )
+    parser.add_argument(
+        "--no-index",
+        action="store_true",
+        help="turn the server's workspace index off (codebaseIndex false): no definitions from other files "
+        "in a Fix's prompt",
+    )
+    parser.add_argument(
         "--no-docs",
         action="store_true",
         help="write nothing to docs/quality.md (by default each kind whose tasks all ran replaces its "
@@ -362,6 +419,12 @@ def main() -> int:
     tasks = [Task.load(d) for d in sorted(TASKS.glob(args.tasks)) if (d / "task.json").is_file()]
     if args.write_tests_from_fixes:
         tasks = [task.as_write_tests() for task in tasks if task.kind == "fix"]
+    left_out: dict[str, str] = {}
+    if args.split:
+        tasks, left_out = split_tasks(tasks)
+        print(f"split across two files: {len(tasks)} fix tasks kept, {len(left_out)} left out", flush=True)
+        for name, why in left_out.items():
+            print(f"  left out {name}: {why}", flush=True)
     if not tasks:
         print(f"no tasks match {args.tasks!r} in {TASKS}", file=sys.stderr)
         return 2
@@ -369,11 +432,14 @@ def main() -> int:
     checked = {None: "", "task": ", edits checked with the task's tests (verifyCommand)"}.get(
         args.verify, ', edits checked with verifyCommand "auto"'
     )
-    print(f"{len(tasks)} tasks, model {args.model}{checked}", flush=True)
+    index = "" if not args.no_index else ", the workspace index off (codebaseIndex false)"
+    print(f"{len(tasks)} tasks, model {args.model}{checked}{index}", flush=True)
     outcomes = []
 
     def run(task: Task) -> Outcome:
-        return run_task(task, args.model, args.threads, args.verify, args.server_log, args.warm_first)
+        return run_task(
+            task, args.model, args.threads, args.verify, args.server_log, args.warm_first, not args.no_index
+        )
 
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
         finished = pool.map(run, tasks)
@@ -388,9 +454,13 @@ def main() -> int:
         every = [Task.load(d) for d in sorted(TASKS.iterdir()) if (d / "task.json").is_file()]
         if args.write_tests_from_fixes:
             every = [task.as_write_tests() for task in every if task.kind == "fix"]
+        if args.split:  # the split-able ones: a task left out counts as run
+            every = [task for task in every if task.kind == "fix" and task.name not in left_out]
         complete = complete_kinds(outcomes, every)
         docs.write(
-            docs.QUALITY, doc_sections([o for o in outcomes if o.kind in complete], args), "`make eval`"
+            docs.QUALITY,
+            doc_sections([o for o in outcomes if o.kind in complete], args, left_out),
+            "`make eval`",
         )
         partial = sorted({o.kind for o in outcomes} - complete)
         if partial:
@@ -429,20 +499,35 @@ def complete_kinds(outcomes: list[Outcome], every: list[Task]) -> set[str]:
     }
 
 
-def doc_sections(outcomes: list[Outcome], args: argparse.Namespace) -> list[docs.Section]:
+def doc_sections(
+    outcomes: list[Outcome], args: argparse.Namespace, left_out: dict[str, str] | None = None
+) -> list[docs.Section]:
     """docs/quality.md's section for each kind among outcomes: its totals, the tasks whose edit was right."""
     sections = []
     from_fixes = args.write_tests_from_fixes
+    split = getattr(args, "split", False)
+    no_index = getattr(args, "no_index", False)
     for kind, title in KIND_TITLES.items():
         chosen = [o for o in outcomes if o.kind == kind]
         if not chosen:
             continue
-        label = "tests-from-fixes" if from_fixes else kind
+        label = "tests-from-fixes" if from_fixes else "fix-split" if split else kind
         key = f"eval/{label}/{'unchecked' if args.verify is None else args.verify}"
+        if no_index:
+            key += "/no-index"
         if args.model != models.DEFAULT_MODEL:
             key += f"/{docs.key_part(args.model)}"
         if from_fixes:
             title = "Write tests on the Fix tasks' fixed modules (the bug is the mutant)"
+        if split:
+            title = "Fix, the tasks split across two files (the other definitions in `<module>_support.py`)"
+            title += (
+                ", the workspace index off (no definitions from other files in the prompt)"
+                if no_index
+                else ", the definitions from other files in the prompt"
+            )
+        elif no_index:
+            title += ", the workspace index off"
         header = [
             "tasks",
             "an edit",
@@ -473,6 +558,24 @@ def doc_sections(outcomes: list[Outcome], args: argparse.Namespace) -> list[docs
             f"{args.jobs} tasks at once" if args.jobs > 1 else "one task at a time",
         ]
         right = ", ".join(o.task for o in chosen if o.passed) or "none"
+        lines = [f"Right: {right}."]
+        if split:
+            lines.append(
+                "The definitions from other files (related.used_definitions, from the workspace index's "
+                + (
+                    "symbol table) were not in the prompt: `codebaseIndex` false."
+                    if no_index
+                    else "symbol table) were in the prompt: `codebaseIndex` on, each action asked once "
+                    "the index was built."
+                )
+            )
+            if left_out:
+                lines.append(
+                    f"Left out, {len(left_out)} of the {n + len(left_out)} Fix tasks (split, their tests "
+                    "no longer decide as before): "
+                    + "; ".join(f"{name} ({why})" for name, why in sorted(left_out.items()))
+                    + "."
+                )
         sections.append(
             docs.Section(
                 key,
@@ -485,7 +588,7 @@ def doc_sections(outcomes: list[Outcome], args: argparse.Namespace) -> list[docs
                 ),
                 [docs.Table(header, [row])],
                 about=f"{JUDGED[kind]} {ABOUT}",
-                lines=[f"Right: {right}."],
+                lines=lines,
             )
         )
     return sections

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import importlib.util
 import shutil
 import sys
@@ -12,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from harness.eval_tasks import TASKS, Task
+from harness.eval_tasks import TASKS, Task, split_module
 from lsp_server.assistant.checks.discovery import find_tests
 from lsp_server.assistant.rewrite import python_code_changed
 
@@ -133,3 +134,75 @@ def test_a_fix_task_as_write_tests_asks_for_tests_of_the_fixed_function_that_its
     assert run_pytest(tmp_path).returncode == 0
     (tmp_path / task.file).write_text(mutated)
     assert run_pytest(tmp_path).returncode == 1
+
+
+@functools.cache
+def _split_fix_tasks() -> tuple[dict[str, Task], dict[str, str]]:
+    """Every fix task split across two files (`make eval --split`), checked once for the whole session."""
+    kept, left_out = runner.split_tasks([Task.load(d) for d in by_kind("fix")])
+    return {task.name: task for task in kept}, left_out
+
+
+def test_most_fix_tasks_split_across_two_files_decide_as_before():
+    kept, left_out = _split_fix_tasks()
+    assert len(kept) + len(left_out) == len(by_kind("fix"))
+    assert len(kept) >= 0.8 * len(by_kind("fix")), left_out
+
+
+@pytest.mark.parametrize("directory", by_kind("fix"), ids=lambda d: d.name)
+def test_a_split_fix_task_keeps_its_range_and_imports_what_moved(directory: Path):
+    """A kept task's tests failed on the split module with the bug and passed with the definition from
+    reference.py (split_check ran them); its range is the same definition's, moved; the module imports
+    the moved names from `<module>_support.py`, which defines them."""
+    kept, left_out = _split_fix_tasks()
+    if directory.name in left_out:
+        pytest.skip(f"left out: {left_out[directory.name]}")
+    task, split = Task.load(directory), kept[directory.name]
+    assert split.texts is not None and split.fixed is not None
+    support = f"{Path(task.file).stem}_support"
+    module, helpers = split.texts[task.file], split.texts[f"{support}.py"]
+    original = (directory / task.file).read_text().splitlines()
+    assert (
+        module.splitlines()[split.first_line - 1 : split.last_line]
+        == original[task.first_line - 1 : task.last_line]
+    )
+    (importing,) = [
+        n for n in ast.parse(module).body if isinstance(n, ast.ImportFrom) and n.module == support
+    ]
+    moved = {alias.name for alias in importing.names}
+    defined = {n.name for n in ast.parse(helpers).body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    assert moved and defined <= moved
+    assert split.fixed != module and split.fixed.count("\n") >= split.last_line - split.first_line
+
+
+def test_split_module_moves_the_other_definitions_and_keeps_those_that_use_the_kept_one():
+    source = '''"""A module."""
+
+import re
+
+LIMIT = 3  # a constant
+_a, _b = 1, 2
+
+
+def helper(x):
+    return x * LIMIT
+
+
+@staticmethod
+def broken(x):
+    return helper(x) + _a
+
+
+def caller(x):
+    return broken(x)
+'''
+    module, support, shift = split_module(source, 14, "mod_support")
+    assert support == (
+        "import re\n\n\nLIMIT = 3  # a constant\n_a, _b = 1, 2\n\n\ndef helper(x):\n    return x * LIMIT\n"
+    )
+    assert "from mod_support import LIMIT, _a, _b, helper\n" in module
+    assert module.splitlines()[14 + shift - 1] == "def broken(x):"
+    assert "def caller(x):" in module  # it uses the kept definition: it stays
+    namespace: dict = {}
+    exec(compile(support, "mod_support", "exec"), namespace)
+    assert namespace["helper"](2) == 6

@@ -80,6 +80,12 @@ class HeadlessClient(LanguageClient):
         while uri not in (await self.status.get()).get("warm", []):
             pass
 
+    async def wait_until_indexed(self, poll_s: float = 0.1) -> None:
+        """Until `assistant/searchCodebase` says the workspace index is built (codebaseIndex must be on)."""
+        params = {"query": "index", "limit": 1}
+        while not (await self.request(protocol.SEARCH_CODEBASE, params))["indexed"]["ready"]:
+            await asyncio.sleep(poll_s)
+
     async def request(self, method: str, params: Any) -> Any:
         """One of our custom requests; the result comes back as plain JSON."""
         return protocol.to_plain(await self.protocol.send_request_async(method, params))
@@ -125,6 +131,7 @@ async def run_code_action(
     timeout_s: float = 1800.0,
     server_log: bool = False,
     warm_first: bool = False,
+    wait_for_index: bool = False,
 ) -> tuple[dict[str, Any] | str, dict[str, Any], float]:
     """Starts a server for the folder `root`, opens `path`, resolves its code action of `kind` on `lines`
     (0-based, inclusive; `problem`, if any, as a diagnostic there) as an editor would, and ends the
@@ -133,7 +140,8 @@ async def run_code_action(
     result. `make eval` and the bench's rewrite measurement run their code actions through it.
     `server_log`: the server's log (info: each refused block, each check) goes to stderr. `warm_first`:
     the action is asked for once the server has read the file into its cache, as in an editor where
-    the file has been open for a while; otherwise at once, cold."""
+    the file has been open for a while; otherwise at once, cold. `wait_for_index`: also once the
+    workspace index is built (codebaseIndex on), so that what the code uses from other files is known."""
     client = HeadlessClient(verbose=server_log)
     await client.start("--log-level", "info" if server_log else "warning")
     try:
@@ -144,6 +152,8 @@ async def run_code_action(
         )
         if warm_first:
             await asyncio.wait_for(client.wait_until_warm(uri), timeout_s)
+        if wait_for_index:
+            await asyncio.wait_for(client.wait_until_indexed(), timeout_s)
         selection = types.Range(types.Position(lines[0], 0), types.Position(lines[1] + 1, 0))
         diagnostics = [types.Diagnostic(range=selection, message=problem, source="pytest")] if problem else []
         actions = await client.text_document_code_action_async(
