@@ -565,14 +565,14 @@ def doc_sections(
                 + (
                     "symbol table) were not in the prompt: `codebaseIndex` false."
                     if no_index
-                    else "symbol table) were in the prompt: `codebaseIndex` on, each action asked once "
-                    "the index was built."
+                    else "symbol table) were in the prompt where the fixed code uses a function or "
+                    "class of the other file: `codebaseIndex` on, each action asked once the index was "
+                    "built."
                 )
             )
             if left_out:
                 lines.append(
-                    f"Left out, {len(left_out)} of the {n + len(left_out)} Fix tasks (split, their tests "
-                    "no longer decide as before): "
+                    f"Left out, {len(left_out)} of the {n + len(left_out)} Fix tasks: "
                     + "; ".join(f"{name} ({why})" for name, why in sorted(left_out.items()))
                     + "."
                 )
