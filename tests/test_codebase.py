@@ -602,9 +602,38 @@ def test_the_ranker_scores_as_bm25s_does(repo: Path, merge_files: int, monkeypat
     for query in ("reach server retry delay", "area width height", "session close", "net"):
         wanted = [word for word in dict.fromkeys(codebase.words(query)) if word in reference.vocab_dict]
         expected = np.asarray(reference.get_scores(wanted)) if wanted else np.zeros(len(cut))
-        found = {(hit.path, hit.start_line): hit.score for hit in index.search(query, limit=len(cut))}
+        # The chunks' own scores, before search adds their files' evidence (tested below).
+        found = {
+            (shown, chunk.start_line): score for shown, chunk, score in index._best_chunks(query, len(cut))
+        }
         for key, score in zip(chunks, expected * weights, strict=True):
-            assert found.get(key, 0.0) == pytest.approx(round(float(score), 4), abs=1e-4), (query, key)
+            assert found.get(key, 0.0) == pytest.approx(float(score), abs=1e-4), (query, key)
+
+
+def test_a_file_with_several_matching_chunks_ranks_above_one_that_mentions_the_words_once(tmp_path: Path):
+    """Search adds to each chunk what its file's other matching chunks say: the module that handles
+    retries in three functions outranks the one whose single function has the words a little more
+    densely, and the module's chunks stay in their own order behind its best."""
+    (tmp_path / "retries.py").write_text(
+        "def next_delay(attempt, backoff):\n    # the retry waits longer each time\n"
+        "    return backoff.base * 2 ** attempt\n\n\n"
+        "def give_up(attempt, config):\n    # no retry after the last attempt, whatever the delay\n"
+        "    return attempt >= config.attempts\n\n\n"
+        "def send_again(request, attempt, backoff):\n    # a retry sends the request after its delay\n"
+        "    time.sleep(next_delay(attempt, backoff))\n    return request.send()\n"
+    )
+    (tmp_path / "log.py").write_text("def log_retry(retry_delay):\n    print('retry delay', retry_delay)\n")
+    for name in ("session", "cookies", "urls"):
+        (tmp_path / f"{name}.py").write_text(f"def {name}_open(path):\n    return open(path)\n")
+    index = CodebaseIndex([tmp_path])
+    index.build()
+    own = index._best_chunks("retry delay", 10)
+    assert own[0][0] == "log.py", own  # alone, the one function that mentions them most
+    hits = index.search("retry delay", 10)
+    assert [hit.path for hit in hits] == ["retries.py", "retries.py", "retries.py", "log.py"], hits
+    order = [(shown, chunk.start_line) for shown, chunk, _ in own if shown == "retries.py"]
+    assert [(hit.path, hit.start_line) for hit in hits[:3]] == order
+    assert [path for path, _ in index.rank_files("retry delay")] == ["retries.py", "log.py"]
 
 
 def all_scores(index: CodebaseIndex, queries: list[str]) -> list[list[tuple[str, int, float]]]:

@@ -56,6 +56,7 @@ from snapshots import CACHE, MIRRORS, MissingMirror, Repo  # noqa: E402
 from harness import report  # noqa: E402
 
 CASES = HERE / "cases.json"
+HELD_OUT_CASES = HERE / "cases-held-out.json"  # queries.py --held-out
 INDEX = "lsp_server.assistant.codebase:CodebaseIndex"
 RANKED = 10  # the files each ranker gives; a gold file past them scores 0
 CHUNKS = 10  # the index's hits looked at for the chunk-level score
@@ -328,6 +329,7 @@ def doc_section(
     builds: Sequence[Build],
     results: Sequence[Result],
     py: bool,
+    held_out: bool,
 ) -> report.Section:
     """The rankers side by side per repository and for all, and the index's timings, as the doc's section."""
     header = ["repository", "cases"] + [
@@ -369,9 +371,13 @@ def doc_section(
     baselines = (
         "both over the .py files alone (`--baselines-py`)" if py else "both over every file the index sees"
     )
+    key = "eval-codebase" + ("/baselines-py" if py else "") + ("/held-out" if held_out else "")
+    title = "The workspace index against grep and BM25" + (" over .py files" if py else "")
+    if held_out:
+        title += ", on repositories held out while its ranking was tuned"
     return report.Section(
-        "eval-codebase/baselines-py" if py else "eval-codebase",
-        "The workspace index against grep and BM25" + (" over .py files" if py else ""),
+        key,
+        title,
         report.Run.now(threads=1, model="none", figures="one run of each case"),
         [report.Table(header, rows), report.Table(timing_header, timing_rows)],
         about=ABOUT.format(baselines=baselines),
@@ -391,6 +397,12 @@ def main() -> int:
         action="store_true",
         help="grep and bm25 rank only .py files, as the gold files are (the index ranks every file)",
     )
+    parser.add_argument(
+        "--held-out",
+        action="store_true",
+        help="the cases of the repositories held out while the ranking was tuned (cases-held-out.json); "
+        "their own section in docs/quality.md",
+    )
     parser.add_argument("--json", type=Path, help="also write every case's ranks, the builds and the table")
     parser.add_argument("--mirrors", type=Path, default=MIRRORS, help=f"where the mirrors are ({MIRRORS})")
     parser.add_argument("--snapshots", type=Path, default=CACHE, help=f"where the workspaces go ({CACHE})")
@@ -402,7 +414,7 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    every = json.loads(CASES.read_text())
+    every = json.loads((HELD_OUT_CASES if args.held_out else CASES).read_text())
     cases = [case for case in every if fnmatch.fnmatch(case["id"], args.cases)]
     if not cases:
         raise SystemExit(f"no case matches {args.cases!r}")
@@ -448,7 +460,7 @@ def main() -> int:
     if args.no_docs:
         pass
     elif len(cases) == len(every) and index_class is not None and args.index == INDEX:
-        section = doc_section(summary, rankers, builds, results, args.baselines_py)
+        section = doc_section(summary, rankers, builds, results, args.baselines_py, args.held_out)
         report.write(report.QUALITY, [section], "`make eval-codebase`")
     else:
         print("docs/quality.md: nothing written: some cases, or another index than this checkout's, or none")

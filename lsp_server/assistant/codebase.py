@@ -73,6 +73,12 @@ PROSE_WEIGHT = 0.5  # documentation: it describes the code, but the question is 
 CONFIGURATION_WEIGHT = 0.5  # settings, build files, licenses, data: they name the code's options, not it
 LONG_LINE_CHARS = 1_000  # a file with such lines is minified or generated: not code to read
 SNIPPET_LINES = 8
+# A file's rank (rank_files): the code a change is about often has several chunks that match its words
+# (the function, its caller, the class), where a file that merely mentions them has one; counting each
+# further chunk at a decaying weight ranked the changed file in the first five for 0.89 -> 0.93 of
+# eval/codebase's cases and 0.91 -> 0.94 of its held-out repositories' (docs/quality.md).
+FILE_CHUNK_DECAY = 0.3
+FILE_RANK_CHUNKS = 500  # the best chunks a file ranking adds up
 # BM25's parameters, bm25s's defaults (Lucene's variant).
 BM25_K1 = 1.5
 BM25_B = 0.75
@@ -527,9 +533,11 @@ class CodebaseIndex:
     # ---- searching ---------------------------------------------------------------------------------
 
     def search(self, query: str, limit: int = 10) -> list[Hit]:
-        """The chunks that best match the words of `query`, best first."""
+        """The chunks that best match the words of `query`, best first: each by its own score and its
+        file's other matching chunks (_with_file_evidence)."""
         hits = []
-        for shown, chunk, score in self._best_chunks(query, limit):
+        found = self._with_file_evidence(self._best_chunks(query, FILE_RANK_CHUNKS))
+        for shown, chunk, score in found[:limit]:
             hits.append(
                 Hit(
                     shown,
@@ -543,11 +551,30 @@ class CodebaseIndex:
         return hits
 
     def rank_files(self, query: str, limit: int = 10) -> list[tuple[str, float]]:
-        """The files whose best chunk best matches `query`, best first."""
+        """The files of search's chunks, best first, each with its best chunk's score there: its file's
+        score (_with_file_evidence)."""
         best: dict[str, float] = {}
-        for shown, _chunk, score in self._best_chunks(query, max(limit * 20, 100)):
+        for shown, _chunk, score in self._with_file_evidence(self._best_chunks(query, FILE_RANK_CHUNKS)):
             best.setdefault(shown, round(score, 4))
-        return sorted(best.items(), key=lambda item: -item[1])[:limit]
+        return list(best.items())[:limit]
+
+    @staticmethod
+    def _with_file_evidence(found: list[tuple[str, Chunk, float]]) -> list[tuple[str, Chunk, float]]:
+        """The chunks `found` (best first) scored again with their file's evidence, best first: a file's
+        score is its best chunk's, plus FILE_CHUNK_DECAY times its second best's, that squared times its
+        third's...; its best chunk gets that score, and each other chunk its own plus what the file's
+        other chunks add (so a file's chunks stay in their order, after its best)."""
+        total: dict[str, float] = {}
+        weight: dict[str, float] = {}
+        for shown, _chunk, score in found:
+            current = weight.get(shown, 1.0)
+            total[shown] = total.get(shown, 0.0) + current * score
+            weight[shown] = current * FILE_CHUNK_DECAY
+        best: dict[str, float] = {}
+        for shown, _chunk, score in found:
+            best.setdefault(shown, score)
+        rescored = [(shown, chunk, score + total[shown] - best[shown]) for shown, chunk, score in found]
+        return sorted(rescored, key=lambda item: -item[2])  # stable: ties keep _best_chunks' order
 
     def chunks(self) -> list[tuple[str, Chunk]]:
         """Every chunk of the index, with its file's shown path, in path order."""
