@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -34,10 +35,11 @@ from lsp_server.assistant.tools.mcp_config import (
     project_servers,
 )
 from lsp_server.assistant.tools.mcp_servers import McpServers
-from lsp_server.assistant.tools.mcp_tools import Consent, ConsentRequest, McpToolbox, offer
+from lsp_server.assistant.tools.mcp_tools import Consent, ConsentRequest, McpToolbox, offer, server_offers
 from lsp_server.lsp import protocol, settings
 
 from .lsp_client import SERVER_COMMAND, AssistantClient, initialize_params, make_client, open_document
+from .test_warming import wait_until_warm
 
 SCRIPT = Path(__file__).with_name("mcp_test_server.py")
 ALL_TOOLS = ["lookup_ticket", "create_note", "broken", "crash", "hang", "flood", "add_tool"]
@@ -241,6 +243,20 @@ async def test_a_question_is_offered_the_tools_that_match_it_and_none_when_none_
     assert offer(tools, limit=8, question="").tools == ()
 
 
+async def test_a_question_that_names_one_server_gets_its_tools_whole_as_read_ahead(
+    servers: McpServers,
+) -> None:
+    """Where a named server's tools fit the limit they are all offered, in its order, whatever the
+    question asks of them: the offer is then the one server_offers gives for that server, whose opening
+    the warming reads ahead, so the question reads only itself."""
+    tools = await servers.tools(wait_s=30)
+    asked = offer(tools, limit=8, question="Look up ticket ABC-12 in the tracker.")
+    assert [tool.name for tool in asked.tools] == [f"tracker.{name}" for name in ALL_TOOLS]
+    assert offer(tools, limit=8, question="Ask the tracker who owns the billing service.") == asked
+    assert server_offers(tools, limit=8) == [asked]
+    assert server_offers(tools, limit=6) == []  # too many: a question gets the 6 that match it best
+
+
 class Asked:
     """The editor's side of consent: answers as told, and remembers what it was asked."""
 
@@ -407,9 +423,7 @@ async def _stats_after_opening(project: Path, options: dict[str, Any]) -> dict[s
 def _project(tmp_path: Path) -> Path:
     project = tmp_path / "project"
     project.mkdir()
-    config = tracker(tmp_path)
-    entry = {"command": config.command, "args": list(config.args), "env": dict(config.env)}
-    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"tracker": entry}}))
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"tracker": tracker_entry(tmp_path)}}))
     return project
 
 
@@ -502,3 +516,52 @@ async def test_chat_calls_a_published_servers_tool(client: AssistantClient, work
     stats = await client.request(protocol.STATS, {})
     assert "files.list_directory" in stats["mcp"]["offered"]  # the latest conversation's tools
     assert "tracker.lookup_ticket" not in stats["mcp"]["offered"]  # nothing in the question asks for it
+
+
+# --- the openings read ahead with MCP tools (the test model) ---------------------------------------
+
+
+async def test_a_question_that_names_a_server_reads_only_itself_once_its_opening_is_read_ahead(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """Issue 43's goal: once the servers have started, the first token of a chat with MCP configured
+    comes no later than without. The warming reads the opening a question naming the tracker gets (its
+    tools whole) into a slot of its own, beside the one without MCP tools; such a question, and one
+    that names no server, then read only themselves."""
+    project = tmp_path / "project"
+    shutil.copytree(workspace, project)
+    options = {
+        "model": "qwen2.5-coder-0.5b",
+        "contextSize": 4096,
+        "slots": 3,  # one for a conversation, one for the opening without MCP tools, one with
+        "maxTokens": 8,  # one step: what the first model request read is measured, not the answer
+        "codebaseIndex": False,
+        "mcpWorkspaceServers": False,
+        "cacheDir": str(tmp_path / "cache"),
+        "mcpServers": {"tracker": tracker_entry(tmp_path, "--tools", "lookup_ticket,create_note")},
+    }
+    config = ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client)
+    client = await config.start()
+    assert isinstance(client, AssistantClient)
+    try:
+        await client.initialize_session(initialize_params(project, options))
+        uri = open_document(client, project / "inventory.py")
+        await wait_until_warm(client, uri)
+        slots = (await client.request(protocol.STATS, {}))["engine"]["slots"]
+        held = {slot["key"]: slot["n_tokens"] for slot in slots}
+        without, with_tools = held[f"document:{uri}"], held[f"document:{uri}#mcp:tracker"]
+        assert with_tools > without + 100, held  # the tracker's two tools' schemas and the folder
+        for question in ("Which tickets are open in the tracker?", "What does Inventory.value return?"):
+            result = await client.request(protocol.CHAT, {"textDocument": {"uri": uri}, "message": question})
+            stats = result["stats"]
+            assert stats["steps"] == 1 and stats["nEvaluated"] < 40, (question, stats)
+        assert (await client.request(protocol.STATS, {}))["mcp"]["offered"] == []  # the latest: none
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+
+
+def tracker_entry(tmp_path: Path, *args: str) -> dict[str, Any]:
+    """tracker() as an `mcpServers` entry."""
+    config = tracker(tmp_path, *args)
+    return {"command": config.command, "args": list(config.args), "env": dict(config.env)}

@@ -33,7 +33,7 @@ from . import documents, protocol
 from .settings import Settings
 
 if TYPE_CHECKING:
-    from ..assistant.tools.mcp_servers import McpServers
+    from ..assistant.tools.mcp_servers import McpServers, McpTool
     from ..assistant.tools.mcp_tools import Choice, ConsentRequest, McpToolbox, Offer
 
 log = logging.getLogger("llama_lsp.mcp")
@@ -69,6 +69,7 @@ class McpFeature:
         self._consent: Any = None
         self._configs: tuple[McpServerConfig, ...] = ()
         self._latest_offer: Offer | None = None  # the latest conversation's tools, for the stats
+        self.n_openings = 0  # openings read ahead with MCP tools, as the latest `openings` found them
         self._warned: set[str] = set()
         self._lock = asyncio.Lock()
 
@@ -140,15 +141,37 @@ class McpFeature:
     async def offer(self, question: str) -> Offer | None:
         """The MCP tools a new chat conversation that starts with `question` gets (starting the servers
         that are not running); None when no server is configured."""
-        servers = await self.refresh()
-        if servers is None or not self._configs:
+        tools = await self._tools()
+        if tools is None:
             return None
         from ..assistant.tools.mcp_tools import offer
 
-        tools = await servers.tools(START_WAIT_S)
-        settings = self._server.settings
-        limit = MAX_REMOTE_TOOLS if settings.backend is not None else MAX_LOCAL_TOOLS
-        return offer(tools, limit, question if settings.mcp_tool_choice == "relevant" else None)
+        relevant = self._server.settings.mcp_tool_choice == "relevant"
+        return offer(tools, self._limit(), question if relevant else None)
+
+    async def openings(self, at_most: int) -> list[Offer]:
+        """The MCP tools of the new conversations whose opening is read ahead besides the one without
+        any: with the relevant tools chosen, what a question that names one server alone gets, for the
+        first `at_most` servers whose tools fit (servers not running start); none otherwise (the one
+        read ahead has the first tools, which every conversation gets)."""
+        if at_most <= 0 or self._server.settings.mcp_tool_choice != "relevant":
+            self.n_openings = 0
+            return []
+        tools = await self._tools()
+        from ..assistant.tools.mcp_tools import server_offers
+
+        found = server_offers(tools, self._limit())[:at_most] if tools else []
+        self.n_openings = len(found)
+        return found
+
+    async def _tools(self) -> list[McpTool] | None:
+        servers = await self.refresh()
+        if servers is None or not self._configs:
+            return None
+        return await servers.tools(START_WAIT_S)
+
+    def _limit(self) -> int:
+        return MAX_REMOTE_TOOLS if self._server.settings.backend is not None else MAX_LOCAL_TOOLS
 
     async def start_conversation(self, conversation: Conversation, question: str) -> None:
         """Fixes a new chat conversation's MCP tools, which its prompts declare from now on: those for
@@ -159,13 +182,17 @@ class McpFeature:
         offered = await self.offer(question)
         if offered is None:
             return
+        self.give(conversation, offered)
+        if question:
+            self._latest_offer = offered
+
+    def give(self, conversation: Conversation, offered: Offer) -> None:
+        """Makes `offered` a new conversation's MCP tools: its prompts declare them from now on."""
         conversation.extra_tools = offered.schemas
         conversation.offer = offered.tools
         roots = documents.workspace_roots(self._server.workspace)
         if offered.tools and roots:
             conversation.messages[0] = prompts.system_message(str(roots[0]))
-        if question:
-            self._latest_offer = offered
 
     def toolbox(self, conversation: Conversation) -> McpToolbox | None:
         """What runs the MCP tools a chat conversation offers; None when it offers none."""
@@ -215,8 +242,7 @@ class McpFeature:
 
         offered = self._latest_offer
         if offered is None:
-            limit = MAX_REMOTE_TOOLS if self._server.settings.backend is not None else MAX_LOCAL_TOOLS
-            offered = offer(self._servers.known_tools(), limit)
+            offered = offer(self._servers.known_tools(), self._limit())
         return {
             "servers": self._servers.stats_json(),
             "offered": [tool.name for tool in offered.tools],

@@ -311,6 +311,29 @@ class TurnService:
         requests.append(self._request(new, opening, new_conversation_slot(uri)))
         return requests
 
+    async def mcp_warm_requests(self, uri: str, at_most: int) -> list[ChatRequest]:
+        """More openings of a new conversation about the open document `uri` to read ahead, each with
+        the MCP tools that a question naming one server gets (McpFeature.openings), at most `at_most`,
+        each in a slot of its own: a question that names a server then reads only itself, as one that
+        names none does. Nothing for an unknown document."""
+        document = documents.get_document(self._server.workspace, uri)
+        path = documents.uri_to_path(uri)
+        if document is None or path is None:
+            return []
+        shown = self._workspace(uri).display(path)
+        requests = []
+        for offered in await self._server.mcp.openings(at_most):
+            new = Conversation(id=new_conversation_slot(uri))
+            self._server.mcp.give(new, offered)
+            slot = f"{new_conversation_slot(uri)}#mcp:{offered.tools[0].tool.server}"
+            requests.append(self._request(new, new.messages_showing(shown, document.source), slot))
+        return requests
+
+    @property
+    def n_mcp_openings(self) -> int:
+        """How many openings with MCP tools the latest mcp_warm_requests found (each takes a slot)."""
+        return self._server.mcp.n_openings
+
     @staticmethod
     def _request(conversation: Conversation, messages: list[dict[str, Any]], slot: str) -> ChatRequest:
         # Every turn declares every tool of its conversation (run_turn), so the tools are part of the

@@ -5,7 +5,11 @@ start with (TurnService.warm_requests) are read into the cache in the background
 the conversation with that answer is read too, so that a follow-up evaluates only the new question.
 Background work runs only while no request waits, a request preempts it (the engine keeps the chunks
 it read), and it never evicts a conversation's slot. The most recently opened or edited documents are
-warmed, at most one fewer than the slots, so that a conversation always has a slot of its own.
+warmed, at most one fewer than the slots, so that a conversation always has a slot of its own. With MCP
+tools chosen per question, the document used last also gets an opening for each server (at most two
+fewer than the slots; TurnService.mcp_warm_requests), each in a slot of its own, which the budget of
+documents leaves: a question that names a server then reads only itself too. A document is warm (the
+status) once all its openings are read.
 
 An opened document is also read into the completion slot, as the lines above a cursor at its end: the
 first inline completion in it then reads only the cursor's line and what follows (typing keeps that
@@ -114,7 +118,8 @@ class Warmer:
         self._set_warm(uri, False)
         if not self._server.settings.warm:
             return
-        budget = self._server.settings.slots - 1
+        # A slot stays free for a conversation; the openings with MCP tools take theirs.
+        budget = max(1, self._server.settings.slots - 1 - self._turns.n_mcp_openings)
         kept = list(self._recent)[-budget:] if budget > 0 else []
         for other in self._recent:
             if other not in kept:
@@ -167,8 +172,15 @@ class Warmer:
             for request in requests:
                 if not await self._read(request):
                     return
-            if requests:  # the last one is a new conversation's opening
-                self._set_warm(uri, True)
+            if not requests:
+                return
+            if self._recent and next(reversed(self._recent)) == uri:  # the document used last
+                # One slot stays for a conversation, one holds the opening without MCP tools.
+                at_most = self._server.settings.slots - 2
+                for request in await self._turns.mcp_warm_requests(uri, at_most):
+                    if not await self._read(request):
+                        break  # no slot for it: the openings read so far serve all the same
+            self._set_warm(uri, True)
         finally:
             if self._tasks.get(uri) is asyncio.current_task():
                 del self._tasks[uri]

@@ -8,13 +8,15 @@ servers a remote backend is, llama-server and vLLM, do not check.)
 
 The offer is fixed per conversation when it starts (its schemas are in the prompt's stable prefix, the
 system message): the built-in tools first, then at most MAX_LOCAL_TOOLS of the servers' (MAX_REMOTE_TOOLS
-with a remote backend), in the order of the configuration and of each server's list. Which ones, when
-there are more: those whose names and descriptions share the most words with the conversation's first
-message (BM25 over the tools, the index's words: identifiers split, stemmed), of the servers the message
-names (a word of the server's name or of one of its tools' names), none when it names none; or, by
-choice, the first ones. Conversations offered the same tools share their whole prefix;
-a question that needs no MCP tool gets the prefix of a chat without them. A tool list that changes
-reaches the conversations that start after it. A description is cut to MAX_DESCRIPTION_CHARS and a
+with a remote backend), in the order of the configuration and of each server's list. Which ones: the
+tools of the servers the conversation's first message names (a word of the server's name or of one of
+its tools' names), all of them where they fit, else those whose names and descriptions share the most
+words with the message (BM25 over the tools, the index's words: identifiers split, stemmed); none when
+it names none; or, by choice, the first ones. How the prefix stays cached: conversations offered the
+same tools share their whole prefix; a question that names no server gets the prefix of a chat without
+MCP tools, and one that names one server alone gets that server's tools whole, the prefix the warming
+reads ahead for it (server_offers; lsp/warming.py). A tool list that changes reaches the conversations
+that start after it. A description is cut to MAX_DESCRIPTION_CHARS and a
 schema's `title`s dropped (they cost tokens, say nothing an argument's name does not); the arguments are
 checked against the tool's full input schema (jsonschema) before the call.
 
@@ -48,7 +50,7 @@ from .workspace_files import ToolError
 
 log = logging.getLogger("llama_lsp.mcp")
 
-__all__ = ["MAX_LOCAL_TOOLS", "MAX_REMOTE_TOOLS", "McpToolbox", "offer"]
+__all__ = ["MAX_LOCAL_TOOLS", "MAX_REMOTE_TOOLS", "McpToolbox", "offer", "server_offers"]
 
 SEPARATOR = "."
 MAX_DESCRIPTION_CHARS = 400
@@ -87,7 +89,28 @@ def model_name(tool: McpTool) -> str:
 
 def offer(tools: list[McpTool], limit: int, question: str | None = None) -> Offer:
     """At most `limit` of the tools whose names and schemas can be offered, in the order given: those
-    that best match `question` (none when none matches it), or without one the first."""
+    that `question` asks for (relevant; none when it names no server), or without one the first."""
+    usable = _usable(tools)
+    if question is None:
+        chosen = set(range(min(limit, len(usable))))
+    else:
+        chosen = relevant([tool for _, tool in usable], question, limit)
+    return _offer_of(usable, chosen)
+
+
+def server_offers(tools: list[McpTool], limit: int) -> list[Offer]:
+    """What a question that names one server alone is offered (relevant's rule: the server's tools
+    whole), for each server whose tools fit in `limit`, in the order given: the openings to read ahead."""
+    usable = _usable(tools)
+    by_server: dict[str, set[int]] = {}
+    for i, (_, tool) in enumerate(usable):
+        by_server.setdefault(tool.server, set()).add(i)
+    return [_offer_of(usable, chosen) for chosen in by_server.values() if len(chosen) <= limit]
+
+
+def _usable(tools: list[McpTool]) -> list[tuple[str, McpTool]]:
+    """The tools that can be offered, with the names the model writes: a taken name or an invalid input
+    schema leaves a tool out."""
     usable: list[tuple[str, McpTool]] = []
     seen: set[str] = set()
     for tool in tools:
@@ -104,10 +127,10 @@ def offer(tools: list[McpTool], limit: int, question: str | None = None) -> Offe
             continue
         seen.add(name)
         usable.append((name, tool))
-    if question is None:
-        chosen = set(range(min(limit, len(usable))))
-    else:
-        chosen = relevant([tool for _, tool in usable], question, limit)
+    return usable
+
+
+def _offer_of(usable: list[tuple[str, McpTool]], chosen: set[int]) -> Offer:
     offered = tuple(
         OfferedTool(name, tool, _function_schema(name, tool))
         for i, (name, tool) in enumerate(usable)
@@ -124,26 +147,28 @@ NAME_WEIGHT = 3
 
 
 def relevant(tools: list[McpTool], question: str, limit: int) -> set[int]:
-    """The positions of the (at most `limit`) tools whose server name, tool name and description best
-    match the question's words, ties to the earlier tool, among the servers the question names: by the
-    server's name or one of its tools' names. Descriptions alone do not make a server relevant: they
-    share common verbs with any question ("Change the default currency" matched the git server's
-    "Shows changes ..."). None named: none."""
+    """The positions of the tools of the servers the question names (by the server's name or one of its
+    tools' names), all of them where they fit in `limit`: then a question that names one server gets the
+    prompt read ahead for it (server_offers). Where they do not, the `limit` whose server name, tool
+    name and description best match the question's words, ties to the earlier tool. Descriptions alone
+    do not make a server relevant: they share common verbs with any question ("Change the default
+    currency" matched the git server's "Shows changes ..."). None named: none."""
     asked = set(words(question))
     named: dict[str, set[str]] = {}
     for tool in tools:
         named.setdefault(tool.server, set(words(tool.server))).update(words(tool.name))
+    of_named = {i for i, tool in enumerate(tools) if named[tool.server] & asked}
+    if len(of_named) <= limit:
+        return of_named
     texts = [
         Counter(words(f"{tool.server} {tool.name}") * NAME_WEIGHT + words(tool.description)) for tool in tools
     ]
-    if not asked or not texts:
-        return set()
     holding = Counter(word for text in texts for word in text.keys() & asked)  # tools with each word
     idf = {word: math.log(1 + (len(texts) - n + 0.5) / (n + 0.5)) for word, n in holding.items()}
     average = sum(sum(text.values()) for text in texts) / len(texts) or 1.0
     scores: list[tuple[float, int]] = []
     for i, text in enumerate(texts):
-        if not named[tools[i].server] & asked:
+        if i not in of_named:
             continue
         length = sum(text.values())
         score = 0.0

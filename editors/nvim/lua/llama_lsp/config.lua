@@ -97,10 +97,13 @@ local M = {}
 ---                                      "...", "args": [...], "env": {...}, "cwd": "..."}}` for a server the
 ---                                      language server starts (stdio), or `{"name": {"url": "https://..."}}`
 ---                                      for one it reaches over streamable HTTP. Default: {}.
----@field mcpToolChoice? "relevant"|"first" Which of the MCP servers' tools a new chat conversation is offered
----                                      when there are more than it may take: `"relevant"`, those whose names
----                                      and descriptions best match its first message (none when none does,
----                                      so a question that needs none reads as fast as without MCP servers);
+---@field mcpToolChoice? "relevant"|"first" Which of the MCP servers' tools a new chat conversation is
+---                                      offered: `"relevant"`, those of the servers its first message names
+---                                      (by the server's name or a tool's), all of them where they fit in the
+---                                      limit, else those whose names and descriptions best match it; none
+---                                      when it names none. The prompt a question that names one server gets
+---                                      is read ahead for the first servers (as many as `slots` less two), so
+---                                      such a question, or one that names none, reads only itself.
 ---                                      `"first"`, the first ones in the order of `mcpServers` and of each
 ---                                      server's list (the same for every conversation, so its prompt is read
 ---                                      once). Default: "relevant".
