@@ -4,9 +4,10 @@ servers have started), at 1 thread.
 The workspace is harness/published_mcp.py's git repository; `inventory.py` is open in our server over stdio
 LSP, as an editor drives it. Three ways, each a fresh server per run (a fresh cacheDir): no MCP server;
 the three published servers of `make eval-mcp` (git, time, memory: 23 tools) with `mcpToolChoice`
-"relevant"; the same with "first". Each run waits until the servers run and the document's chat prompt
-has been read ahead (the `warm` status), then asks one question in a new conversation, about the open
-file: one that no MCP tool matches, or one that git's tools match. Per question: the time from the
+"relevant"; the same with "first". Each run waits until the servers run and the document's chat prompts
+have been read ahead (the `warm` status: with "relevant", also the prompt with each of the first two
+servers' tools, git's and time's, as the default 4 slots allow), then asks one question in a new
+conversation, about the open file: one that names no MCP server, or one that names git. Per question: the time from the
 request to the first streamed piece (client side), the engine's time to its first token of the first
 model request (`tFirstTokenMs`), and the prompt tokens it evaluated (the rest came from the cache).
 """
@@ -27,8 +28,8 @@ from .versus import THREADS, Ours, Turn, table
 
 DOC_NAME = "inventory.py"
 QUESTIONS = (
-    ("no MCP tool matches it", "What does Inventory.value return? One sentence."),
-    ("git's tools match it", "What changed in the last git commit? One sentence."),
+    ("it names no MCP server", "What does Inventory.value return? One sentence."),
+    ("it names git", "What changed in the last git commit? One sentence."),
 )
 WAYS = (("no MCP server", None), ('3 servers, "relevant"', "relevant"), ('3 servers, "first"', "first"))
 ANSWER_TOKENS = 16
