@@ -7,9 +7,10 @@ the three published servers of `make eval-mcp` (git, time, memory: 23 tools) wit
 "relevant"; the same with "first". Each run waits until the servers run and the document's chat prompts
 have been read ahead (the `warm` status: with "relevant", also the prompt with each of the first two
 servers' tools, git's and time's, as the default 4 slots allow), then asks one question in a new
-conversation, about the open file: one that names no MCP server, or one that names git. Per question: the time from the
-request to the first streamed piece (client side), the engine's time to its first token of the first
-model request (`tFirstTokenMs`), and the prompt tokens it evaluated (the rest came from the cache).
+conversation, about the open file: one that names no MCP server, or one that names git. Per question:
+the time from the request to the first streamed piece (client side), the engine's time to its first
+token of the first model request (`tFirstTokenMs`), and the prompt tokens it evaluated (the rest came
+from the cache).
 """
 
 from __future__ import annotations

@@ -303,7 +303,7 @@ class Settings:
     )
     mcp_tool_choice: McpToolChoice = setting(  # noqa: RUF009 (a Literal default is a plain string)
         "relevant",
-        doc="Which of the MCP servers' tools a new chat conversation is offered: `\"relevant\"`, those of "
+        doc='Which of the MCP servers\' tools a new chat conversation is offered: `"relevant"`, those of '
         "the servers its first message names (by the server's name or a tool's), all of them where they "
         "fit in the limit, else those whose names and descriptions best match it; none when it names "
         "none. The prompt a question that names one server gets is read ahead for the first servers (as "
