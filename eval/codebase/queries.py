@@ -103,22 +103,24 @@ def main() -> int:
             continue
         chat_commits = {case["commit"] for case in chat_cases if case["repo"] == name}
         for case in pick(name, found, chat_commits):
-            cases.append(
-                {
-                    "id": case.id,
-                    "repo": case.repo,
-                    "commit": case.commit,
-                    "parent": case.parent,
-                    "date": case.date,
-                    "subject": case.subject,
-                    "gold": case.gold,
-                    "chat": case.commit in chat_commits,
-                }
-            )
+            cases.append(reference(case) | {"chat": case.commit in chat_commits})
     if not args.candidates:
         CASES.write_text(json.dumps(cases, indent=2) + "\n")
         print(f"wrote {len(cases)} cases to {CASES}")
     return 0
+
+
+def reference(case: chat.Case) -> dict:
+    """A case as cases.json keeps it: references to the commit, never the repository's files."""
+    return {
+        "id": case.id,
+        "repo": case.repo,
+        "commit": case.commit,
+        "parent": case.parent,
+        "date": case.date,
+        "subject": case.subject,
+        "gold": case.gold,
+    }
 
 
 def write_held_out(candidates_only: bool) -> int:
@@ -133,18 +135,7 @@ def write_held_out(candidates_only: bool) -> int:
                 print(f"{case.date} {case.commit[:10]} {case.subject[:90]} | {' '.join(case.gold)}")
             continue
         found = [case for case in found if not NOT_A_CHANGE.search(case.subject)]
-        for case in chat.choose(found, HELD_OUT_PER_REPO, ()):
-            cases.append(
-                {
-                    "id": case.id,
-                    "repo": case.repo,
-                    "commit": case.commit,
-                    "parent": case.parent,
-                    "date": case.date,
-                    "subject": case.subject,
-                    "gold": case.gold,
-                }
-            )
+        cases += [reference(case) for case in chat.choose(found, HELD_OUT_PER_REPO, ())]
     if not candidates_only:
         HELD_OUT_CASES.write_text(json.dumps(cases, indent=2) + "\n")
         print(f"wrote {len(cases)} cases to {HELD_OUT_CASES}")

@@ -294,21 +294,17 @@ class TurnService:
         last conversation about it with the document's change appended, then a new chat conversation's
         opening (the system prompt, the tools, the MCP servers' among them, and the document). Nothing
         for an unknown document."""
-        document = documents.get_document(self._server.workspace, uri)
-        path = documents.uri_to_path(uri)
-        if document is None or path is None:
+        shown = self._shown_document(uri)
+        if shown is None:
             return []
-        shown = self._workspace(uri).display(path)
         requests = []
         latest = self._latest_conversation.get(uri)
         if latest is not None and latest in self.conversations:
             conversation = self.conversations.get_or_create(latest)
-            opened = conversation.messages_showing(shown, document.source)
-            requests.append(self._request(conversation, opened, latest))
+            requests.append(self._request(conversation, conversation.messages_showing(*shown), latest))
         new = Conversation(id=new_conversation_slot(uri))
         await self._server.mcp.start_conversation(new, "")
-        opening = new.messages_showing(shown, document.source)
-        requests.append(self._request(new, opening, new_conversation_slot(uri)))
+        requests.append(self._request(new, new.messages_showing(*shown), new_conversation_slot(uri)))
         return requests
 
     async def mcp_warm_requests(self, uri: str, at_most: int) -> list[ChatRequest]:
@@ -316,18 +312,24 @@ class TurnService:
         the MCP tools that a question naming one server gets (McpFeature.openings), at most `at_most`,
         each in a slot of its own: a question that names a server then reads only itself, as one that
         names none does. Nothing for an unknown document."""
-        document = documents.get_document(self._server.workspace, uri)
-        path = documents.uri_to_path(uri)
-        if document is None or path is None:
+        shown = self._shown_document(uri)
+        if shown is None:
             return []
-        shown = self._workspace(uri).display(path)
         requests = []
         for offered in await self._server.mcp.openings(at_most):
             new = Conversation(id=new_conversation_slot(uri))
             self._server.mcp.give(new, offered)
             slot = f"{new_conversation_slot(uri)}#mcp:{offered.tools[0].tool.server}"
-            requests.append(self._request(new, new.messages_showing(shown, document.source), slot))
+            requests.append(self._request(new, new.messages_showing(*shown), slot))
         return requests
+
+    def _shown_document(self, uri: str) -> tuple[str, str] | None:
+        """An open document's path as the model sees it, and its text; None for an unknown one."""
+        document = documents.get_document(self._server.workspace, uri)
+        path = documents.uri_to_path(uri)
+        if document is None or path is None:
+            return None
+        return self._workspace(uri).display(path), document.source
 
     @property
     def n_mcp_openings(self) -> int:
