@@ -65,6 +65,7 @@ FORMAT_VERSION = 5  # of the saved index: another is read as none (5: words stem
 CHUNK_LINES = 40  # a window of a file that is not Python, and the longest run of module-level lines
 MAX_FILES = 20_000
 MERGE_FILES = 1_000  # a build merges the files it has read into the ranker every this many
+LIST_PAUSE_EVERY = 500  # listing the files to index pauses (for the model's work) every this many
 MAX_CHUNK_WORDS = 2_000  # a chunk's words past these are not counted (a data table, a long literal)
 PATH_WEIGHT = 3
 SYMBOL_WEIGHT = 3
@@ -351,17 +352,20 @@ class CodebaseIndex:
 
     # ---- building ----------------------------------------------------------------------------------
 
-    def listed_files(self) -> dict[str, Path]:
+    def listed_files(self, pause: Callable[[], None] | None = None) -> dict[str, Path]:
         """The files to index, shown path -> path: git's where a folder is a repository (.gitignore
-        respected), else every file the tools see."""
+        respected), else every file the tools see. `pause` is called now and then (background work: a
+        walk of 10,000 files is 0.4 s of Python, which would slow the server's requests meanwhile)."""
         found: dict[str, Path] = {}
         walked: dict[Path, str] | None = None  # every folder's files, walked once where git lists none
         for root in self.workspace.roots:
             tracked = _git_files(root)
             if tracked is None and walked is None:
-                walked = self.workspace.files()
+                walked = self.workspace.files(pause=pause)
             paths = tracked if tracked is not None else [p for p in walked or {} if p.is_relative_to(root)]
-            for path in paths:
+            for number, path in enumerate(paths):
+                if pause is not None and number % LIST_PAUSE_EVERY == 0:
+                    pause()
                 if len(found) >= MAX_FILES:
                     self.skipped.add(f"past {MAX_FILES} files")
                     continue
@@ -383,7 +387,7 @@ class CodebaseIndex:
         total)` now and then."""
         pause = pause or self.pause
         self.skipped = Skipped()
-        listed = self.listed_files()
+        listed = self.listed_files(pause)
         for gone in set(self._files) - set(listed):
             self._forget(gone)
         total = len(listed)

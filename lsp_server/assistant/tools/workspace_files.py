@@ -195,14 +195,18 @@ class WorkspaceFiles:
             return path.parent, (path.name,)
         raise ToolError(f"{name} is outside the workspace")
 
-    def files(self, skipped: frozenset[str] = SKIPPED_DIRS) -> dict[Path, str]:
+    def files(
+        self, skipped: frozenset[str] = SKIPPED_DIRS, pause: Callable[[], None] | None = None
+    ) -> dict[Path, str]:
         """Every file in the folders outside the skipped directories (and dot-directories): resolved
-        path -> shown path."""
+        path -> shown path. `pause` is called before each directory (background work: it may wait)."""
         found: dict[Path, str] = {}
         for root in self.roots:
             # fwalk opens each directory it lists by descriptor and never follows a linked one, which
             # could lead out of the folder or loop, even when a directory is swapped for a link meanwhile.
             for dirpath, dirnames, filenames, dirfd in os.fwalk(root):
+                if pause is not None:
+                    pause()
                 dirnames[:] = [d for d in dirnames if d not in skipped and not d.startswith(".")]
                 for filename in filenames:
                     if len(found) >= WALK_MAX_FILES:
