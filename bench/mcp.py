@@ -123,6 +123,12 @@ def run(model: Path, runs: int = RUNS) -> report.Section:
         )
     header = ("question", "servers", "first piece ms", "engine first token ms", "evaluated", "vs none")
     table([header, *rows])
+    named = [m for m in measured if m.question == QUESTIONS[1][0]]
+    prompts = ", ".join(f"{m.way} {median([float(t.n_prompt) for t in m.turns])}" for m in named)
+    # Where the tokens evaluated are the same, what is left of the difference is the prompt's length:
+    # the question and the first token attend over the tools' schemas too.
+    lines = [f"Prompt tokens of the question that names git (medians): {prompts}."]
+    show(lines[0])
     return report.Section(
         f"bench/mcp/{report.key_part(model.name)}",
         "MCP servers and a chat's first token",
@@ -131,4 +137,5 @@ def run(model: Path, runs: int = RUNS) -> report.Section:
         ),
         [report.Table(header, rows)],
         about=__doc__.split("\n\n", 1)[1].replace("\n", " ") if __doc__ else "",
+        lines=lines,
     )
