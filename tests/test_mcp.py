@@ -41,6 +41,7 @@ from lsp_server.lsp import protocol, settings
 from .lsp_client import SERVER_COMMAND, AssistantClient, initialize_params, make_client, open_document
 from .test_warming import wait_until_warm
 
+ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(__file__).with_name("mcp_test_server.py")
 ALL_TOOLS = ["lookup_ticket", "create_note", "broken", "crash", "hang", "flood", "add_tool"]
 
@@ -447,6 +448,21 @@ async def test_nothing_starts_in_an_untrusted_workspace(tmp_path: Path) -> None:
 # --- chat on the test model ------------------------------------------------------------------------
 
 NOTES_DIR = Path(tempfile.mkdtemp(prefix="llama-lsp-mcp-"))
+
+
+@pytest.fixture(scope="module")
+def workspace() -> Path:
+    """conftest's small project, at the same path every run: a conversation offered MCP tools names the
+    workspace folder in its system prompt, and the test model's greedy answers follow its tokens (in
+    pytest's numbered folders each run would ask a different prompt, and pass or fail by chance)."""
+    root = Path(tempfile.gettempdir()) / "llama-lsp-test-mcp" / "workspace"
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    shutil.copy(ROOT / "examples" / "inventory.py", root / "inventory.py")
+    shutil.copy(ROOT / "examples" / "test_inventory.py", root / "test_inventory.py")
+    return root
+
+
 SERVER_OPTIONS = {
     "model": "qwen2.5-coder-0.5b",
     "contextSize": 4096,

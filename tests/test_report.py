@@ -240,6 +240,8 @@ def test_the_codebase_eval_section_names_its_baselines() -> None:
     assert section.tables[0].rows == [["all", "2", *(["0.50", "1.00", "0.75"] * 3)]]
     assert section.tables[1].rows[0][:6] == ["psf/black", "1", "10", "50", "0.4", "0.4"]
     assert "--baselines-py" in section.about
+    held_out = codebase.doc_section(summary, ("index", "grep", "bm25"), [build], results, False, True)
+    assert held_out.key == "eval-codebase/held-out" and "held out" in held_out.title
 
 
 # ---- what the bench writes -------------------------------------------------------------------------

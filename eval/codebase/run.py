@@ -329,7 +329,7 @@ def doc_section(
     builds: Sequence[Build],
     results: Sequence[Result],
     py: bool,
-    held_out: bool,
+    held_out: bool = False,
 ) -> report.Section:
     """The rankers side by side per repository and for all, and the index's timings, as the doc's section."""
     header = ["repository", "cases"] + [
