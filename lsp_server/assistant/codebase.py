@@ -540,7 +540,7 @@ class CodebaseIndex:
         """The chunks that best match the words of `query`, best first: each by its own score and its
         file's other matching chunks (_with_file_evidence)."""
         hits = []
-        found = self._with_file_evidence(self._best_chunks(query, FILE_RANK_CHUNKS))
+        found = self._with_file_evidence(self._best_chunks(query, max(limit, FILE_RANK_CHUNKS)))
         for shown, chunk, score in found[:limit]:
             hits.append(
                 Hit(
