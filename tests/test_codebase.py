@@ -560,13 +560,14 @@ async def test_the_index_follows_its_settings_while_the_server_runs(
     model = ScriptedModel([], rendered_probe)  # the index needs no model; the backend needs one to load
     threading.Thread(target=model.serve_forever, daemon=True).start()
     backend = {"url": model.url, "model": "scripted"}
+    cache = {"cacheDir": str(repo.parent / "cache")}  # not the user's: the index is saved there
     try:
-        async with language_server(repo, backend, options={"codebaseIndex": False}) as client:
+        async with language_server(repo, backend, options={"codebaseIndex": False, **cache}) as client:
             found = await client.request(protocol.SEARCH_CODEBASE, {"query": "area width height"})
             assert found == {"results": [], "indexed": {"files": 0, "chunks": 0, "ready": False}}
 
             def configure(**options: Any) -> None:
-                settings = {"backend": backend, **options}
+                settings = {"backend": backend, **cache, **options}
                 client.workspace_did_change_configuration(
                     types.DidChangeConfigurationParams(settings={"llamaLsp": settings})
                 )

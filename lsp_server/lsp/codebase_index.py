@@ -206,10 +206,13 @@ class WorkspaceIndex:
         index = self.index
         if index is None:
             return {"results": [], "indexed": {"files": 0, "chunks": 0, "ready": False}}
+        # The counts as they were before the search: a build that ends during it has them newer than
+        # the results (a file it drops still found), and `ready` would say the results are its.
+        indexed = {"files": index.n_files, "chunks": index.n_chunks, "ready": index.ready}
         hits = await asyncio.to_thread(index.search, query, min(max(limit, 1), SEARCH_LIMIT))
         return {
             "results": [result for hit in hits if (result := _result(index, hit)) is not None],
-            "indexed": {"files": index.n_files, "chunks": index.n_chunks, "ready": index.ready},
+            "indexed": indexed,
         }
 
 
