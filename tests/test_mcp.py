@@ -34,7 +34,7 @@ from lsp_server.assistant.tools.mcp_config import (
     parse_servers,
     project_servers,
 )
-from lsp_server.assistant.tools.mcp_servers import McpServers
+from lsp_server.assistant.tools.mcp_servers import McpServers, McpTool
 from lsp_server.assistant.tools.mcp_tools import Consent, ConsentRequest, McpToolbox, offer, server_offers
 from lsp_server.lsp import protocol, settings
 
@@ -256,6 +256,30 @@ async def test_a_question_that_names_one_server_gets_its_tools_whole_as_read_ahe
     assert offer(tools, limit=8, question="Ask the tracker who owns the billing service.") == asked
     assert server_offers(tools, limit=8) == [asked]
     assert server_offers(tools, limit=6) == []  # too many: a question gets the 6 that match it best
+
+
+def test_a_server_named_by_name_leaves_out_those_a_word_of_a_tool_name_matches() -> None:
+    """ "create" is a word of the filesystem server's `create_directory`; a question that names the
+    tracker's `create_note` gets the tracker's tools alone. Without a server or tool named as written,
+    the words of the tools' names decide ("directory")."""
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+
+    def tool(server: str, name: str) -> McpTool:
+        return McpTool(server, name, f"{name} of {server}", schema, read_only=False)
+
+    tools = [tool("tracker", "lookup_ticket"), tool("tracker", "create_note")]
+    tools += [tool("files", name) for name in ("create_directory", "edit_file", "list_directory")]
+    tracker = ["tracker.lookup_ticket", "tracker.create_note"]
+    for question in (
+        "Use tracker.create_note to create a note titled standup.",
+        "Use create_note to create a note titled standup.",
+        "Ask the tracker to create a note titled standup.",
+    ):
+        assert [offered.name for offered in offer(tools, 16, question).tools] == tracker, question
+    files = [f"files.{name}" for name in ("create_directory", "edit_file", "list_directory")]
+    assert [offered.name for offered in offer(tools, 16, "What is in the directory docs?").tools] == files
+    both = offer(tools, 16, "Create a directory named docs.").tools  # "create": both servers' tools
+    assert [offered.name for offered in both] == tracker + files
 
 
 class Asked:

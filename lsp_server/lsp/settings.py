@@ -304,10 +304,11 @@ class Settings:
     mcp_tool_choice: McpToolChoice = setting(  # noqa: RUF009 (a Literal default is a plain string)
         "relevant",
         doc='Which of the MCP servers\' tools a new chat conversation is offered: `"relevant"`, those of '
-        "the servers its first message names (by the server's name or a tool's), all of them where they "
-        "fit in the limit, else those whose names and descriptions best match it; none when it names "
-        "none. The prompt a question that names one server gets is read ahead for the first servers (as "
-        "many as `#slots#` less two), so such a question, or one that names none, reads only itself. "
+        "the servers its first message names (by the server's name or a tool's, else by a word of a tool's "
+        "name), all of them where they fit in the limit, else those whose names and descriptions best "
+        "match it; none when it names none. The prompt a question that names one server gets is read "
+        "ahead for the first servers (as many as `#slots#` less two), so such a question, or one that "
+        "names none, reads only itself. "
         '`"first"`, the first ones in the order of `#mcpServers#` and of each server\'s '
         "list (the same for every conversation, so its prompt is read once).",
     )

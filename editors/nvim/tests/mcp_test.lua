@@ -283,7 +283,7 @@ step("a write tool asks with the tool, its server and its arguments; Allow runs 
   local result = ask(CREATE_NOTE)
   local names = calls(result)
   assert(vim.tbl_contains(names, "tracker.create_note"), vim.inspect(result))
-  assert(#user.asked == 1, vim.inspect(user.asked))
+  assert(#user.asked == 1, vim.inspect({ asked = user.asked, result = result }))
   local asked = user.asked[1]
   assert(vim.deep_equal(asked.labels, ALL_CHOICES), vim.inspect(asked))
   for _, shown in ipairs({ "create_note", "server tracker", "standup" }) do

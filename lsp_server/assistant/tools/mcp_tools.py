@@ -9,16 +9,17 @@ servers a remote backend is, llama-server and vLLM, do not check.)
 The offer is fixed per conversation when it starts (its schemas are in the prompt's stable prefix, the
 system message): the built-in tools first, then at most MAX_LOCAL_TOOLS of the servers' (MAX_REMOTE_TOOLS
 with a remote backend), in the order of the configuration and of each server's list. Which ones: the
-tools of the servers the conversation's first message names (a word of the server's name or of one of
-its tools' names), all of them where they fit, else those whose names and descriptions share the most
-words with the message (BM25 over the tools, the index's words: identifiers split, stemmed); none when
-it names none; or, by choice, the first ones. How the prefix stays cached: conversations offered the
-same tools share their whole prefix; a question that names no server gets the prefix of a chat without
-MCP tools, and one that names one server alone gets that server's tools whole, the prefix the warming
-reads ahead for it (server_offers; lsp/warming.py). A tool list that changes reaches the conversations
-that start after it. A description is cut to MAX_DESCRIPTION_CHARS and a
-schema's `title`s dropped (they cost tokens, say nothing an argument's name does not); the arguments are
-checked against the tool's full input schema (jsonschema) before the call.
+tools of the servers the conversation's first message names (by the server's name or a tool's, else
+by a word of its tools' names: relevant), all of them where they fit, else those whose names and
+descriptions share the most words with the message (BM25 over the tools, the index's words:
+identifiers split, stemmed); none when it names none; or, by choice, the first ones. How the prefix
+stays cached: conversations offered the same tools share their whole prefix; a question that names no
+server gets the prefix of a chat without MCP tools, and one that names one server alone gets that
+server's tools whole, the prefix the warming reads ahead for it (server_offers; lsp/warming.py). A tool
+list that changes reaches the conversations that start after it. A description is cut to
+MAX_DESCRIPTION_CHARS and a schema's `title`s dropped (they cost tokens, say nothing an argument's
+name does not); the arguments are checked against the tool's full input schema (jsonschema) before the
+call.
 
 A call to a tool that does not declare itself read-only (`readOnlyHint`) asks the user first (the
 `confirm` callback: the language server asks the editor). The answer is remembered as chosen: for this
@@ -147,17 +148,30 @@ NAME_WEIGHT = 3
 
 
 def relevant(tools: list[McpTool], question: str, limit: int) -> set[int]:
-    """The positions of the tools of the servers the question names (by the server's name or one of its
-    tools' names), all of them where they fit in `limit`: then a question that names one server gets the
-    prompt read ahead for it (server_offers). Where they do not, the `limit` whose server name, tool
-    name and description best match the question's words, ties to the earlier tool. Descriptions alone
-    do not make a server relevant: they share common verbs with any question ("Change the default
-    currency" matched the git server's "Shows changes ..."). None named: none."""
+    """The positions of the tools of the servers the question names, all of them where they fit in
+    `limit`: then a question that names one server gets the prompt read ahead for it (server_offers).
+    Where they do not, the `limit` whose server name, tool name and description best match the
+    question's words, ties to the earlier tool. A server is named by its own name or one of its tools'
+    names as written (`create_note`); where the question names none so, by a word of its tools' names
+    ("branches" names git's `git_branch`): the words of a server the question does not name would
+    otherwise bring its tools along ("create" in "Use tracker.create_note to create a note" named the
+    filesystem server's `create_directory`, and the test model filled create_note's arguments with
+    `edit_file`'s). Descriptions alone do not make a server relevant: they share common verbs with any
+    question ("Change the default currency" matched the git server's "Shows changes ..."). None named:
+    none."""
     asked = set(words(question))
-    named: dict[str, set[str]] = {}
+    written = {name.lower() for name in re.findall(r"[A-Za-z0-9_-]+", question)}
+    by_name: set[str] = set()
+    by_word: dict[str, set[str]] = {}
     for tool in tools:
-        named.setdefault(tool.server, set(words(tool.server))).update(words(tool.name))
-    of_named = {i for i, tool in enumerate(tools) if named[tool.server] & asked}
+        server_words = set(words(tool.server))
+        if (server_words and server_words <= asked) or (
+            len(words(tool.name)) > 1 and tool.name.lower() in written
+        ):
+            by_name.add(tool.server)
+        by_word.setdefault(tool.server, set(server_words)).update(words(tool.name))
+    named = by_name or {server for server, server_words in by_word.items() if server_words & asked}
+    of_named = {i for i, tool in enumerate(tools) if tool.server in named}
     if len(of_named) <= limit:
         return of_named
     texts = [
