@@ -19,7 +19,7 @@ the server took its arguments (they fit the tool's schema). `maxToolSteps` is 2 
 the answer after the call stays short: what follows the first call is not scored. A call to a tool that
 asks for consent is declined, so the workspace and the knowledge graph stay as the eval made them.
 
-The workspace is a small git repository this script writes into a temporary folder (three commits, a
+The workspace is a small git repository this script writes into $TMPDIR/llama-lsp-eval-mcp (three commits, a
 branch, a staged and an unstaged change), the knowledge graph a file it seeds; nothing is downloaded
 but the pinned servers. `--option KEY=JSON` passes a server setting (`--option mcpToolChoice='"first"'`),
 for comparing how the tools are chosen; a run with options writes nothing to docs/quality.md.
@@ -33,6 +33,7 @@ import fnmatch
 import json
 import re
 import shlex
+import shutil
 import statistics
 import sys
 import tempfile
@@ -101,8 +102,14 @@ async def run_config(
 ) -> list[Outcome]:
     """One server process with these MCP servers; each case a new conversation."""
     outcomes = [Outcome(case["id"], case["server"], config, list(names), case["message"]) for case in cases]
-    with tempfile.TemporaryDirectory(prefix="llama-lsp-eval-mcp-") as temp:
-        workspace, memory_file = Path(temp) / "shop", Path(temp) / "memory.jsonl"
+    # At the same path every run: the system prompt names the workspace folder when MCP tools are
+    # offered, and greedy answers follow its tokens (in a new temporary folder each run, single cases
+    # went right or wrong by the folder's name). One run at a time, then.
+    temp = Path(tempfile.gettempdir()) / "llama-lsp-eval-mcp"
+    shutil.rmtree(temp, ignore_errors=True)
+    temp.mkdir()
+    try:
+        workspace, memory_file = temp / "shop", temp / "memory.jsonl"
         published_mcp.make_workspace(workspace)
         published_mcp.seed_memory(memory_file)
         options: dict[str, Any] = {
@@ -134,6 +141,8 @@ async def run_config(
                 print_row(outcome)
         finally:
             await client.close()
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
     return outcomes
 
 
