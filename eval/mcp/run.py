@@ -59,6 +59,7 @@ REFUSED = re.compile(
     r"do not fit its schema|has no argument|needs the argument|must be an? |are not valid JSON|"
     r"must be a JSON object|that is the schema of|there is no tool named"
 )
+ANSWER_CHARS = 300
 DECLINED = "the user declined this call"  # a write tool's call, declined here after it was checked
 
 
@@ -71,6 +72,7 @@ class Outcome:
     message: str
     calls: list[dict[str, Any]] = field(default_factory=list)  # name, arguments, the result's first line
     offered: list[str] = field(default_factory=list)  # the MCP tools the conversation offered
+    answer: str = ""  # the answer's first ANSWER_CHARS (what a case without a call said instead)
     right: bool = False
     valid: bool = False
     ran: bool = False  # valid, and the tool answered without an error (or the call was declined)
@@ -162,6 +164,7 @@ async def ask(client: HeadlessClient, outcome: Outcome) -> None:
         outcome.calls.append(
             {"name": call.get("name", ""), "arguments": call.get("arguments"), "result": result[:300]}
         )
+    outcome.answer = str(answer.get("content") or "")[:ANSWER_CHARS]
     stats = answer.get("stats") or {}
     outcome.n_prompt, outcome.n_evaluated = stats.get("nPrompt", 0), stats.get("nEvaluated", 0)
     mcp = (await client.request(protocol.STATS, {})).get("mcp") or {}
