@@ -259,7 +259,7 @@ async def test_a_question_that_names_one_server_gets_its_tools_whole_as_read_ahe
 
 
 def test_a_server_named_by_name_leaves_out_those_a_word_of_a_tool_name_matches() -> None:
-    """ "create" is a word of the filesystem server's `create_directory`; a question that names the
+    """The word "create" is in the filesystem server's `create_directory`; a question that names the
     tracker's `create_note` gets the tracker's tools alone. Without a server or tool named as written,
     the words of the tools' names decide ("directory")."""
     schema = {"type": "object", "properties": {"path": {"type": "string"}}}
