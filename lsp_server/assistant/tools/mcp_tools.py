@@ -162,15 +162,14 @@ def relevant(tools: list[McpTool], question: str, limit: int) -> set[int]:
     asked = set(words(question))
     written = {name.lower() for name in re.findall(r"[A-Za-z0-9_-]+", question)}
     by_name: set[str] = set()
-    by_word: dict[str, set[str]] = {}
+    by_word: set[str] = set()
     for tool in tools:
-        server_words = set(words(tool.server))
-        if (server_words and server_words <= asked) or (
-            len(words(tool.name)) > 1 and tool.name.lower() in written
-        ):
+        server_words, tool_words = set(words(tool.server)), words(tool.name)
+        if (server_words and server_words <= asked) or (len(tool_words) > 1 and tool.name.lower() in written):
             by_name.add(tool.server)
-        by_word.setdefault(tool.server, set(server_words)).update(words(tool.name))
-    named = by_name or {server for server, server_words in by_word.items() if server_words & asked}
+        if (server_words | set(tool_words)) & asked:
+            by_word.add(tool.server)
+    named = by_name or by_word
     of_named = {i for i, tool in enumerate(tools) if tool.server in named}
     if len(of_named) <= limit:
         return of_named
