@@ -11,7 +11,9 @@ unstaged change), the memory server's knowledge graph a file seeded here.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +78,17 @@ MEMORY = [
     },
     {"type": "relation", "from": "payments-service", "to": "deployment-checklist", "relationType": "follows"},
 ]
+
+
+def same_folder_every_run(name: str) -> Path:
+    """An empty folder `$TMPDIR/<name>`, at the same path every run (what an earlier run left there is
+    removed), for a workspace that chats offered MCP tools run in: their system prompt names the
+    workspace folder, and greedy answers follow its tokens, so in a new temporary folder each run would
+    ask another prompt and single answers would pass or fail by the folder's name. One run at a time."""
+    folder = Path(tempfile.gettempdir()) / name
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
 
 
 def git(folder: Path, *args: str) -> None:

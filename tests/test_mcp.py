@@ -25,7 +25,7 @@ import pytest
 import pytest_asyncio
 from pytest_lsp import ClientServerConfig
 
-from harness.published_mcp import FILESYSTEM_SERVER
+from harness.published_mcp import FILESYSTEM_SERVER, same_folder_every_run
 from lsp_server.assistant.tools import mcp_servers
 from lsp_server.assistant.tools.mcp_config import (
     McpConfigError,
@@ -38,10 +38,10 @@ from lsp_server.assistant.tools.mcp_servers import McpServers, McpTool
 from lsp_server.assistant.tools.mcp_tools import Consent, ConsentRequest, McpToolbox, offer, server_offers
 from lsp_server.lsp import protocol, settings
 
+from .conftest import ROOT
 from .lsp_client import SERVER_COMMAND, AssistantClient, initialize_params, make_client, open_document
 from .test_warming import wait_until_warm
 
-ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(__file__).with_name("mcp_test_server.py")
 ALL_TOOLS = ["lookup_ticket", "create_note", "broken", "crash", "hang", "flood", "add_tool"]
 
@@ -476,12 +476,10 @@ NOTES_DIR = Path(tempfile.mkdtemp(prefix="llama-lsp-mcp-"))
 
 @pytest.fixture(scope="module")
 def workspace() -> Path:
-    """conftest's small project, at the same path every run: a conversation offered MCP tools names the
-    workspace folder in its system prompt, and the test model's greedy answers follow its tokens (in
-    pytest's numbered folders each run would ask a different prompt, and pass or fail by chance)."""
-    root = Path(tempfile.gettempdir()) / "llama-lsp-test-mcp" / "workspace"
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir(parents=True)
+    """The demo's inventory module and its tests, at the same path every run (same_folder_every_run
+    says why; pytest's numbered folders would change the prompt run to run)."""
+    root = same_folder_every_run("llama-lsp-test-mcp") / "workspace"
+    root.mkdir()
     shutil.copy(ROOT / "examples" / "inventory.py", root / "inventory.py")
     shutil.copy(ROOT / "examples" / "test_inventory.py", root / "test_inventory.py")
     return root

@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
-from harness.published_mcp import FILESYSTEM_SERVER
+from harness.published_mcp import FILESYSTEM_SERVER, same_folder_every_run
 
 from .conftest import ROOT, TEST_MODEL
 from .test_nvim import BIN, neovim_dirs, run_script
@@ -59,11 +57,8 @@ def test_mcp_consent_offline_steps_in_headless_neovim(tmp_path: Path):
 
 def test_mcp_tools_ask_in_headless_neovim_against_the_real_server(test_model_path: Path, tmp_path: Path):
     notes, project_starts = tmp_path / "notes.txt", tmp_path / "project-starts.txt"
-    # At the same path every run: the system prompt names the workspace folder when MCP tools are
-    # offered, and the test model's greedy answers follow its tokens (test_mcp's `workspace` says more).
-    workspace = Path(tempfile.gettempdir()) / "llama-lsp-test-nvim-mcp" / "workspace"
-    shutil.rmtree(workspace, ignore_errors=True)
-    workspace.mkdir(parents=True)
+    workspace = same_folder_every_run("llama-lsp-test-nvim-mcp") / "workspace"
+    workspace.mkdir()
     (workspace / "standup.py").write_text('TEAM = "platform"\n')
     # Only the two tools the question needs: the test model picks among fewer more reliably.
     tracker = {

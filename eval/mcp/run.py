@@ -36,7 +36,6 @@ import shlex
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -104,12 +103,7 @@ async def run_config(
 ) -> list[Outcome]:
     """One server process with these MCP servers; each case a new conversation."""
     outcomes = [Outcome(case["id"], case["server"], config, list(names), case["message"]) for case in cases]
-    # At the same path every run: the system prompt names the workspace folder when MCP tools are
-    # offered, and greedy answers follow its tokens (in a new temporary folder each run, single cases
-    # went right or wrong by the folder's name). One run at a time, then.
-    temp = Path(tempfile.gettempdir()) / "llama-lsp-eval-mcp"
-    shutil.rmtree(temp, ignore_errors=True)
-    temp.mkdir()
+    temp = published_mcp.same_folder_every_run("llama-lsp-eval-mcp")  # single cases moved by its name
     try:
         workspace, memory_file = temp / "shop", temp / "memory.jsonl"
         published_mcp.make_workspace(workspace)
@@ -117,7 +111,7 @@ async def run_config(
         options: dict[str, Any] = {
             "model": args.model,
             "threads": args.threads,
-            "cacheDir": str(Path(temp) / "cache"),
+            "cacheDir": str(temp / "cache"),
             "maxToolSteps": 2,
             "maxTokens": 160,
             "mcpServers": published_mcp.server_configs(names, workspace, memory_file),
